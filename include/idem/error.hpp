@@ -1,0 +1,100 @@
+// idem/error.hpp: the errors idem throws, with questions a caller can act on.
+//
+// Bad arguments (invalid UTF-8, an empty fingerprint, a negative lease) are
+// std::invalid_argument. Everything else derives from idem::error:
+//
+//   try { store.try_reserve(key, fingerprint, lease); }
+//   catch (const idem::store_error& e) {
+//       if (e.is_transient()) retry_later();       // lock timeout, connection lost
+//       log(e.what(), e.native_code());            // SQLSTATE or SQLite code
+//   }
+//
+// Messages name a record only by its key hash, never by its key or scope.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace idem {
+
+enum class error_category {
+    store,          // the record store failed (database, network, corrupt row)
+    configuration,  // options or wiring that cannot work
+    cancelled,      // the caller cancelled before the operation started
+    transaction,    // a transaction could not be committed or rolled back
+};
+
+class error : public std::runtime_error {
+public:
+    error(error_category category, const std::string& message)
+        : std::runtime_error(message), category_(category) {}
+
+    [[nodiscard]] error_category category() const noexcept { return category_; }
+    // Worth retrying as it is: a lock or statement timeout, a lost connection.
+    [[nodiscard]] virtual bool is_transient() const noexcept { return false; }
+    // The connection to the server broke; the outcome of the last call is unknown.
+    [[nodiscard]] virtual bool is_connection_lost() const noexcept { return false; }
+
+private:
+    error_category category_;
+};
+
+// What went wrong inside a store, in terms a caller can act on.
+enum class store_failure {
+    connection_lost,  // the server is unreachable or the connection broke
+    timeout,          // lock wait, busy timeout or statement timeout
+    conflict,         // serialization failure or deadlock; the transaction is lost
+    corrupt_record,   // a stored row does not have the shape idem writes
+    unsupported,      // the store cannot keep its promise here (e.g. isolation level)
+    schema,           // the schema is missing or newer than this library
+    other,
+};
+
+class store_error : public error {
+public:
+    store_error(store_failure failure, const std::string& message, std::string native_code = {})
+        : error(error_category::store, message),
+          failure_(failure),
+          native_code_(std::move(native_code)) {}
+
+    [[nodiscard]] store_failure failure() const noexcept { return failure_; }
+    // SQLSTATE on PostgreSQL, the extended result code on SQLite, empty otherwise.
+    [[nodiscard]] const std::string& native_code() const noexcept { return native_code_; }
+    [[nodiscard]] bool is_transient() const noexcept override {
+        return failure_ == store_failure::connection_lost || failure_ == store_failure::timeout ||
+               failure_ == store_failure::conflict;
+    }
+    [[nodiscard]] bool is_connection_lost() const noexcept override {
+        return failure_ == store_failure::connection_lost;
+    }
+
+private:
+    store_failure failure_;
+    std::string native_code_;
+};
+
+// Invalid options: every invalid field is named, with why.
+class options_error : public error {
+public:
+    explicit options_error(std::vector<std::string> problems);
+
+    [[nodiscard]] const std::vector<std::string>& problems() const noexcept { return problems_; }
+
+private:
+    std::vector<std::string> problems_;
+};
+
+// The caller's stop_token fired before the operation started; the key was released.
+class operation_cancelled : public error {
+public:
+    operation_cancelled() : error(error_category::cancelled, "idem: cancelled before the operation started") {}
+};
+
+// A commit, rollback or savepoint statement failed.
+class transaction_error : public error {
+public:
+    explicit transaction_error(const std::string& message) : error(error_category::transaction, message) {}
+};
+
+}  // namespace idem

@@ -1,0 +1,42 @@
+// idem/memory_store.hpp: a record store in this process's memory.
+//
+// Atomic across threads, gone with the process: for one instance, tests and
+// development. Expired entries are swept a few at a time as the store is used
+// (and by purge_expired), never by a pass that stops every thread.
+//
+//   auto store = std::make_shared<idem::memory_store>();
+//   idem::executor exec{store};
+#pragma once
+
+#include <memory>
+
+#include "idem/record_store.hpp"
+
+namespace idem {
+
+class memory_store final : public record_store {
+public:
+    explicit memory_store(std::shared_ptr<const clock> time = clock::system());
+    ~memory_store() override;
+    memory_store(const memory_store&) = delete;
+    memory_store& operator=(const memory_store&) = delete;
+
+    // Live and expired-but-unswept entries.
+    [[nodiscard]] std::size_t size() const;
+
+protected:
+    reservation do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) override;
+    bool do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                     std::string_view payload, duration retention) override;
+    bool do_release(const record_key& key, std::string_view token) override;
+    std::size_t do_purge_expired(std::size_t limit) override;
+
+private:
+    struct shard;
+    shard& shard_for(const record_key& key) const;
+
+    std::shared_ptr<const clock> clock_;
+    std::unique_ptr<shard[]> shards_;
+};
+
+}  // namespace idem

@@ -1,0 +1,99 @@
+// idem/record_store.hpp: the contract every record store keeps.
+//
+// A store holds one entry per record key: reserved (in flight, until its lease
+// ends) or completed (with an opaque payload, until its retention ends). An
+// expired entry is absent. The executor drives a store; you can too:
+//
+//   auto r = store.try_reserve(key, fingerprint, std::chrono::minutes(1));
+//   if (r.status == idem::reservation_status::reserved) {
+//       std::string result = do_the_work();
+//       store.complete(key, r.token, fingerprint, result, std::chrono::hours(24));
+//   } else if (r.status == idem::reservation_status::completed) {
+//       return r.payload;  // the first run's result, byte for byte
+//   }
+//
+// Payloads are bytes carried in std::string (NULs allowed) and may be empty.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "idem/clock.hpp"
+#include "idem/record_key.hpp"
+
+namespace idem {
+
+enum class reservation_status {
+    reserved,              // the caller owns the key: run, then complete or release
+    in_flight,             // another run holds the key and has not finished
+    completed,             // a run finished: payload holds its stored result
+    fingerprint_mismatch,  // the key is live for other content
+};
+
+[[nodiscard]] std::string_view to_string(reservation_status status) noexcept;
+
+struct reservation {
+    reservation_status status;
+    std::string token;    // reserved: the fencing token that complete and release need
+    std::string payload;  // completed: the stored result
+
+    [[nodiscard]] static reservation reserved(std::string token) {
+        return {reservation_status::reserved, std::move(token), {}};
+    }
+    [[nodiscard]] static reservation completed(std::string payload) {
+        return {reservation_status::completed, {}, std::move(payload)};
+    }
+    [[nodiscard]] static reservation in_flight() { return {reservation_status::in_flight, {}, {}}; }
+    [[nodiscard]] static reservation fingerprint_mismatch() {
+        return {reservation_status::fingerprint_mismatch, {}, {}};
+    }
+};
+
+// What a store can promise; the contract suite adapts to it.
+struct store_traits {
+    bool atomic_reserve = true;        // concurrent reserves of one key: exactly one wins
+    bool joins_transactions = false;   // is a transactional_record_store
+    bool server_clock = false;         // expiry decided by the server's clock
+    bool self_expiring = false;        // the server drops expired entries itself; purge has nothing to do
+};
+
+class record_store {
+public:
+    virtual ~record_store() = default;
+
+    // One atomic step: reserved (fresh random token), in_flight, completed
+    // (with payload) or fingerprint_mismatch (live entry for another fingerprint).
+    [[nodiscard]] reservation try_reserve(const record_key& key, std::string_view fingerprint, duration lease);
+
+    // Compare-and-set on the token: stores the payload while the entry carries
+    // `token` and is not completed, or when the entry is gone. Keeps it for `retention`.
+    [[nodiscard]] bool complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                                std::string_view payload, duration retention);
+
+    // Removes the entry while it carries `token` and is not completed.
+    [[nodiscard]] bool release(const record_key& key, std::string_view token);
+
+    // Deletes up to `limit` expired entries; never a live one. Returns how many.
+    std::size_t purge_expired(std::size_t limit = 1000);
+
+    [[nodiscard]] virtual store_traits traits() const noexcept { return {}; }
+
+protected:
+    virtual reservation do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) = 0;
+    virtual bool do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                             std::string_view payload, duration retention) = 0;
+    virtual bool do_release(const record_key& key, std::string_view token) = 0;
+    virtual std::size_t do_purge_expired(std::size_t limit) = 0;
+};
+
+namespace detail {
+// The argument checks every store shares (std::invalid_argument).
+void check_fingerprint(std::string_view fingerprint);
+void check_token(std::string_view token);
+void check_duration(duration d, const char* what);
+// A fresh random fencing token: 32 lowercase hex characters.
+[[nodiscard]] std::string new_token();
+}  // namespace detail
+
+}  // namespace idem

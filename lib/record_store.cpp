@@ -1,0 +1,66 @@
+#include "idem/record_store.hpp"
+
+#include <stdexcept>
+
+#include "internal/crypto.hpp"
+
+namespace idem {
+
+std::string_view to_string(reservation_status status) noexcept {
+    switch (status) {
+        case reservation_status::reserved: return "reserved";
+        case reservation_status::in_flight: return "in_flight";
+        case reservation_status::completed: return "completed";
+        case reservation_status::fingerprint_mismatch: return "fingerprint_mismatch";
+    }
+    return "unknown";
+}
+
+reservation record_store::try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
+    detail::check_fingerprint(fingerprint);
+    detail::check_duration(lease, "lease");
+    return do_try_reserve(key, fingerprint, lease);
+}
+
+bool record_store::complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                            std::string_view payload, duration retention) {
+    detail::check_token(token);
+    detail::check_fingerprint(fingerprint);
+    detail::check_duration(retention, "retention");
+    return do_complete(key, token, fingerprint, payload, retention);
+}
+
+bool record_store::release(const record_key& key, std::string_view token) {
+    detail::check_token(token);
+    return do_release(key, token);
+}
+
+std::size_t record_store::purge_expired(std::size_t limit) {
+    if (limit == 0) throw std::invalid_argument("idem: purge limit must be positive");
+    return do_purge_expired(limit);
+}
+
+namespace detail {
+
+void check_fingerprint(std::string_view fingerprint) {
+    if (fingerprint.empty()) throw std::invalid_argument("idem: fingerprint is empty");
+    if (fingerprint.size() > 1024) throw std::invalid_argument("idem: fingerprint is longer than 1024 bytes");
+}
+
+void check_token(std::string_view token) {
+    if (token.empty()) throw std::invalid_argument("idem: token is empty");
+    if (token.size() > 128) throw std::invalid_argument("idem: token is longer than 128 bytes");
+}
+
+void check_duration(duration d, const char* what) {
+    if (d <= duration::zero()) throw std::invalid_argument(std::string("idem: ") + what + " must be positive");
+}
+
+std::string new_token() {
+    std::array<std::byte, 16> bytes{};
+    random_bytes(bytes);
+    return hex(bytes);
+}
+
+}  // namespace detail
+}  // namespace idem

@@ -1,0 +1,49 @@
+#include "idem/transactional_record_store.hpp"
+
+#include <stdexcept>
+
+namespace idem {
+namespace {
+
+void require_active(const transaction& tx) {
+    if (tx.state() != transaction_state::active)
+        throw std::logic_error("idem: the transaction is " + std::string(to_string(tx.state())) + ", not active");
+}
+
+}  // namespace
+
+std::string_view to_string(transaction_state state) noexcept {
+    switch (state) {
+        case transaction_state::active: return "active";
+        case transaction_state::committed: return "committed";
+        case transaction_state::rolled_back: return "rolled back";
+        case transaction_state::in_doubt: return "in doubt";
+    }
+    return "unknown";
+}
+
+reservation transactional_record_store::try_reserve(transaction& tx, const record_key& key,
+                                                    std::string_view fingerprint, duration lease) {
+    detail::check_fingerprint(fingerprint);
+    detail::check_duration(lease, "lease");
+    require_active(tx);
+    return do_try_reserve_in(tx, key, fingerprint, lease);
+}
+
+bool transactional_record_store::complete(transaction& tx, const record_key& key, std::string_view token,
+                                          std::string_view fingerprint, std::string_view payload,
+                                          duration retention) {
+    detail::check_token(token);
+    detail::check_fingerprint(fingerprint);
+    detail::check_duration(retention, "retention");
+    require_active(tx);
+    return do_complete_in(tx, key, token, fingerprint, payload, retention);
+}
+
+bool transactional_record_store::release(transaction& tx, const record_key& key, std::string_view token) {
+    detail::check_token(token);
+    require_active(tx);
+    return do_release_in(tx, key, token);
+}
+
+}  // namespace idem

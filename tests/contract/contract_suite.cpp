@@ -1,0 +1,274 @@
+// The record-store contract (SPEC section 2), written once and run against every store.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <barrier>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "idem/keys.hpp"
+#include "store_context.hpp"
+
+namespace idem::contract {
+namespace {
+
+using namespace std::chrono_literals;
+using status = reservation_status;
+
+// Every scenario gets namespaces of its own, so stores may share one database.
+std::string fresh_namespace() {
+    static std::atomic<int> counter{0};
+    return "contract." + detail::new_token().substr(0, 12) + "." + std::to_string(counter++);
+}
+
+struct fixture {
+    store_context& ctx = context();
+    std::shared_ptr<record_store> store = ctx.make_store();
+    std::string ns = fresh_namespace();
+    duration span = ctx.short_span();
+
+    [[nodiscard]] record_key key(std::string_view k = "k-1") const { return record_key(ns, scope::tenant("t"), k); }
+    [[nodiscard]] duration long_span() const { return span * 100; }
+};
+
+const std::string binary_payload("\x00\x01\xff\xfe\"\\\n\r binary \x00 tail", 23);
+
+}  // namespace
+
+TEST_CASE("contract: the first reserve wins a token, the next sees it in flight") {
+    fixture f;
+    INFO("store: " << f.ctx.name());
+    auto first = f.store->try_reserve(f.key(), "fp", f.long_span());
+    CHECK(first.status == status::reserved);
+    CHECK_FALSE(first.token.empty());
+    auto second = f.store->try_reserve(f.key(), "fp", f.long_span());
+    CHECK(second.status == status::in_flight);
+    CHECK(second.token.empty());
+}
+
+TEST_CASE("contract: another fingerprint is a mismatch while in flight and after completion") {
+    fixture f;
+    auto r = f.store->try_reserve(f.key(), "fp-a", f.long_span());
+    REQUIRE(r.status == status::reserved);
+    CHECK(f.store->try_reserve(f.key(), "fp-b", f.long_span()).status == status::fingerprint_mismatch);
+    REQUIRE(f.store->complete(f.key(), r.token, "fp-a", "done", f.long_span()));
+    CHECK(f.store->try_reserve(f.key(), "fp-b", f.long_span()).status == status::fingerprint_mismatch);
+    CHECK(f.store->try_reserve(f.key(), "fp-a", f.long_span()).status == status::completed);
+}
+
+TEST_CASE("contract: a completed entry replays its exact bytes") {
+    fixture f;
+    auto r = f.store->try_reserve(f.key(), "fp", f.long_span());
+    REQUIRE(r.status == status::reserved);
+    REQUIRE(f.store->complete(f.key(), r.token, "fp", binary_payload, f.long_span()));
+    auto replay = f.store->try_reserve(f.key(), "fp", f.long_span());
+    CHECK(replay.status == status::completed);
+    CHECK(replay.payload == binary_payload);
+    CHECK(replay.payload.size() == binary_payload.size());
+}
+
+TEST_CASE("contract: an empty payload is a completed entry, not an in-flight one") {
+    fixture f;
+    auto r = f.store->try_reserve(f.key(), "fp", f.long_span());
+    REQUIRE(f.store->complete(f.key(), r.token, "fp", "", f.long_span()));
+    auto replay = f.store->try_reserve(f.key(), "fp", f.long_span());
+    CHECK(replay.status == status::completed);
+    CHECK(replay.payload.empty());
+}
+
+TEST_CASE("contract: every reservation gets a distinct token") {
+    fixture f;
+    auto first = f.store->try_reserve(f.key(), "fp", f.long_span());
+    REQUIRE(f.store->release(f.key(), first.token));
+    auto second = f.store->try_reserve(f.key(), "fp", f.long_span());
+    REQUIRE(second.status == status::reserved);
+    auto other = f.store->try_reserve(f.key("k-2"), "fp", f.long_span());
+    CHECK(first.token != second.token);
+    CHECK(other.token != second.token);
+    CHECK(other.token != first.token);
+}
+
+TEST_CASE("contract: a wrong token can neither release nor complete") {
+    fixture f;
+    auto r = f.store->try_reserve(f.key(), "fp", f.long_span());
+    REQUIRE(r.status == status::reserved);
+    CHECK_FALSE(f.store->release(f.key(), "not-the-token"));
+    CHECK_FALSE(f.store->complete(f.key(), "not-the-token", "fp", "x", f.long_span()));
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::in_flight);
+    CHECK(f.store->complete(f.key(), r.token, "fp", "mine", f.long_span()));
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).payload == "mine");
+}
+
+TEST_CASE("contract: release frees the key; a completed entry cannot be released") {
+    fixture f;
+    auto r = f.store->try_reserve(f.key(), "fp", f.long_span());
+    CHECK(f.store->release(f.key(), r.token));
+    CHECK_FALSE(f.store->release(f.key(), r.token));
+    auto again = f.store->try_reserve(f.key(), "fp", f.long_span());
+    REQUIRE(again.status == status::reserved);
+    REQUIRE(f.store->complete(f.key(), again.token, "fp", "kept", f.long_span()));
+    CHECK_FALSE(f.store->release(f.key(), again.token));
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).payload == "kept");
+}
+
+TEST_CASE("contract: a late request cannot release or complete over the retry that took over") {
+    fixture f;
+    auto late = f.store->try_reserve(f.key(), "fp", f.span);
+    REQUIRE(late.status == status::reserved);
+    f.ctx.advance(f.span * 2);
+    auto retry = f.store->try_reserve(f.key(), "fp", f.long_span());
+    REQUIRE(retry.status == status::reserved);
+    CHECK(retry.token != late.token);
+    CHECK_FALSE(f.store->release(f.key(), late.token));
+    CHECK_FALSE(f.store->complete(f.key(), late.token, "fp", "late", f.long_span()));
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::in_flight);
+    CHECK(f.store->complete(f.key(), retry.token, "fp", "retry", f.long_span()));
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).payload == "retry");
+}
+
+TEST_CASE("contract: an expired reservation nobody took over still completes") {
+    fixture f;
+    auto r = f.store->try_reserve(f.key(), "fp", f.span);
+    REQUIRE(r.status == status::reserved);
+    f.ctx.advance(f.span * 2);
+    CHECK(f.store->complete(f.key(), r.token, "fp", "slow but alone", f.long_span()));
+    auto replay = f.store->try_reserve(f.key(), "fp", f.long_span());
+    CHECK(replay.status == status::completed);
+    CHECK(replay.payload == "slow but alone");
+}
+
+TEST_CASE("contract: a second complete keeps the first payload") {
+    fixture f;
+    auto r = f.store->try_reserve(f.key(), "fp", f.long_span());
+    REQUIRE(f.store->complete(f.key(), r.token, "fp", "first", f.long_span()));
+    CHECK_FALSE(f.store->complete(f.key(), r.token, "fp", "second", f.long_span()));
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).payload == "first");
+}
+
+TEST_CASE("contract: the lease bounds the reservation, the retention the completed entry") {
+    fixture f;
+    // An abandoned reservation frees the key when its lease ends.
+    auto abandoned = f.store->try_reserve(f.key("lease"), "fp", f.span);
+    REQUIRE(abandoned.status == status::reserved);
+    f.ctx.advance(f.span * 2);
+    CHECK(f.store->try_reserve(f.key("lease"), "fp", f.long_span()).status == status::reserved);
+
+    // A completion outlives the lease it was reserved with, until its retention ends.
+    auto r = f.store->try_reserve(f.key("retention"), "fp", f.span);
+    REQUIRE(f.store->complete(f.key("retention"), r.token, "fp", "kept", f.span * 4));
+    f.ctx.advance(f.span * 2);
+    CHECK(f.store->try_reserve(f.key("retention"), "fp", f.long_span()).status == status::completed);
+    f.ctx.advance(f.span * 3);
+    auto after = f.store->try_reserve(f.key("retention"), "other-fp", f.long_span());
+    CHECK(after.status == status::reserved);
+}
+
+TEST_CASE("contract: keys, namespaces and scopes are independent") {
+    fixture f;
+    auto a = f.store->try_reserve(f.key("a"), "fp", f.long_span());
+    auto b = f.store->try_reserve(f.key("b"), "fp", f.long_span());
+    auto other_ns = f.store->try_reserve(record_key(f.ns + ".other", scope::tenant("t"), "a"), "fp", f.long_span());
+    auto other_scope = f.store->try_reserve(record_key(f.ns, scope::user("t"), "a"), "fp", f.long_span());
+    auto global = f.store->try_reserve(record_key(f.ns, "a"), "fp", f.long_span());
+    for (const auto* r : {&a, &b, &other_ns, &other_scope, &global}) CHECK(r->status == status::reserved);
+    REQUIRE(f.store->complete(f.key("a"), a.token, "fp", "a", f.long_span()));
+    CHECK(f.store->try_reserve(f.key("b"), "fp", f.long_span()).status == status::in_flight);
+}
+
+TEST_CASE("contract: case and trailing spaces make distinct scopes and keys") {
+    fixture f;
+    const std::vector<record_key> keys{
+        record_key(f.ns, scope::tenant("abc"), "key"),  record_key(f.ns, scope::tenant("ABC"), "key"),
+        record_key(f.ns, scope::tenant("abc "), "key"), record_key(f.ns, scope::tenant("abc"), "KEY"),
+        record_key(f.ns, scope::tenant("abc"), "key "), record_key(f.ns + " ", scope::tenant("abc"), "key"),
+    };
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        auto r = f.store->try_reserve(keys[i], "fp", f.long_span());
+        CHECK_MESSAGE(r.status == status::reserved, "variant " << i);
+        REQUIRE(f.store->complete(keys[i], r.token, "fp", "payload " + std::to_string(i), f.long_span()));
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i)
+        CHECK(f.store->try_reserve(keys[i], "fp", f.long_span()).payload == "payload " + std::to_string(i));
+}
+
+TEST_CASE("contract: concurrent reserves of one key give exactly one reserved") {
+    fixture f;
+    const int threads = f.ctx.race_threads();
+    const int rounds = f.ctx.race_rounds();
+    std::barrier start(threads);
+    std::vector<std::atomic<int>> winners(static_cast<std::size_t>(rounds));
+    std::vector<std::atomic<int>> in_flight(static_cast<std::size_t>(rounds));
+    std::atomic<int> failures{0};
+    std::vector<std::jthread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&] {
+            for (int round = 0; round < rounds; ++round) {
+                const record_key key(f.ns, scope::global(), "race-" + std::to_string(round));
+                start.arrive_and_wait();
+                try {
+                    auto r = f.store->try_reserve(key, "fp", f.long_span());
+                    if (r.status == status::reserved) ++winners[static_cast<std::size_t>(round)];
+                    if (r.status == status::in_flight) ++in_flight[static_cast<std::size_t>(round)];
+                } catch (const std::exception&) {
+                    ++failures;
+                }
+            }
+        });
+    }
+    pool.clear();
+    CHECK(failures == 0);
+    int exact = 0;
+    for (int round = 0; round < rounds; ++round) {
+        const auto i = static_cast<std::size_t>(round);
+        CHECK_MESSAGE(winners[i] == 1, "round " << round);
+        CHECK_MESSAGE(in_flight[i] == threads - 1, "round " << round);
+        exact += winners[i] == 1 ? 1 : 0;
+    }
+    MESSAGE(f.ctx.name() << ": " << threads << " threads x " << rounds << " rounds, exactly one winner in " << exact
+                         << " rounds");
+}
+
+TEST_CASE("contract: purge removes expired entries only, in bounded batches") {
+    fixture f;
+    std::vector<record_key> expired;
+    for (int i = 0; i < 5; ++i) {
+        expired.emplace_back(f.ns, scope::global(), "expired-" + std::to_string(i));
+        auto r = f.store->try_reserve(expired.back(), "fp", f.span);
+        if (i % 2 == 0) REQUIRE(f.store->complete(expired.back(), r.token, "fp", "x", f.span));
+    }
+    auto live = f.store->try_reserve(f.key("live"), "fp", f.long_span());
+    auto done = f.store->try_reserve(f.key("done"), "fp", f.long_span());
+    REQUIRE(f.store->complete(f.key("done"), done.token, "fp", "kept", f.long_span()));
+    f.ctx.advance(f.span * 2);
+
+    std::size_t purged = f.store->purge_expired(2);
+    CHECK(purged <= 2);
+    while (std::size_t more = f.store->purge_expired(1000)) purged += more;
+    if (f.store->traits().self_expiring)
+        CHECK(purged == 0);
+    else
+        CHECK(purged >= expired.size());  // shared databases may hold other scenarios' expired rows too
+    CHECK(f.store->try_reserve(f.key("live"), "fp", f.long_span()).status == status::in_flight);
+    CHECK(f.store->try_reserve(f.key("done"), "fp", f.long_span()).payload == "kept");
+    CHECK(f.store->complete(f.key("live"), live.token, "fp", "still mine", f.long_span()));
+    for (const auto& k : expired) CHECK(f.store->try_reserve(k, "fp", f.long_span()).status == status::reserved);
+}
+
+TEST_CASE("contract: bad arguments are rejected and change nothing") {
+    fixture f;
+    auto r = f.store->try_reserve(f.key(), "fp", f.long_span());
+    CHECK_THROWS_AS((void)f.store->try_reserve(f.key("x"), "", f.long_span()), std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store->try_reserve(f.key("x"), "fp", duration::zero()), std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store->try_reserve(f.key("x"), "fp", -1s), std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store->complete(f.key(), "", "fp", "p", f.long_span()), std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store->complete(f.key(), r.token, "", "p", f.long_span()), std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store->complete(f.key(), r.token, "fp", "p", 0s), std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store->release(f.key(), ""), std::invalid_argument);
+    CHECK_THROWS_AS(f.store->purge_expired(0), std::invalid_argument);
+    CHECK(f.store->try_reserve(f.key("x"), "fp", f.long_span()).status == status::reserved);
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::in_flight);
+    CHECK(f.store->complete(f.key(), r.token, "fp", "p", f.long_span()));
+}
+
+}  // namespace idem::contract
