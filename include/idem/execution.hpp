@@ -1,0 +1,54 @@
+// idem/execution.hpp: what an executed call answered.
+//
+//   auto e = exec.execute(key, fingerprint, {}, operation, codec);
+//   switch (e.status()) {
+//       case idem::execution_status::executed:   // ran now: e.value() is its result
+//       case idem::execution_status::replayed:   return e.value();  // the first run's result
+//       case idem::execution_status::in_flight:  return retry_later();
+//       case idem::execution_status::key_reused: return reject();  // same key, other content
+//   }
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+
+#include "idem/mode.hpp"
+
+namespace idem {
+
+enum class execution_status { executed, replayed, in_flight, key_reused };
+
+[[nodiscard]] std::string_view to_string(execution_status s) noexcept;
+
+template <class T>
+class execution {
+public:
+    execution(execution_status status, execution_status enforce_decision, idem::mode mode, std::optional<T> value)
+        : status_(status), enforce_decision_(enforce_decision), mode_(mode), value_(std::move(value)) {}
+
+    [[nodiscard]] execution_status status() const noexcept { return status_; }
+    // What Enforce would have answered; in Observe the operation ran regardless.
+    [[nodiscard]] execution_status enforce_decision() const noexcept { return enforce_decision_; }
+    [[nodiscard]] idem::mode mode() const noexcept { return mode_; }
+
+    // A result exists when the operation ran or a stored result was replayed.
+    [[nodiscard]] bool has_value() const noexcept { return value_.has_value(); }
+    [[nodiscard]] const T& value() const& { return (require_value(), *value_); }
+    [[nodiscard]] T& value() & { return (require_value(), *value_); }
+    [[nodiscard]] T&& value() && { return (require_value(), std::move(*value_)); }
+    [[nodiscard]] const T* operator->() const { return &value(); }
+
+private:
+    void require_value() const {
+        if (!value_) throw std::logic_error("idem: an execution that is in flight or key reused has no value");
+    }
+
+    execution_status status_;
+    execution_status enforce_decision_;
+    idem::mode mode_;
+    std::optional<T> value_;
+};
+
+}  // namespace idem

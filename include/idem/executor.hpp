@@ -1,0 +1,147 @@
+// idem/executor.hpp: run an operation at most once per record key.
+//
+// The executor reserves the key, runs the operation, stores its result through
+// the codec and replays it to every retry. Thread-safe; share one instance.
+//
+//   idem::executor exec{std::make_shared<idem::memory_store>()};
+//   idem::record_key key{"payments.capture", idem::scope::tenant(tenant), request_key};
+//   auto e = exec.execute(key, request_hash, {.profile = "payments"},
+//                         [&] { return capture(order); }, receipt_codec);
+//   if (e.has_value()) respond(e.value());   // executed now, or replayed
+//
+// Inside a database transaction (transaction_runner), pass the transaction
+// first: the record then commits or rolls back with the business data.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "idem/error.hpp"
+#include "idem/execution.hpp"
+#include "idem/options.hpp"
+#include "idem/record_store.hpp"
+#include "idem/result_codec.hpp"
+#include "idem/telemetry.hpp"
+#include "idem/transaction.hpp"
+
+namespace idem {
+
+namespace detail {
+
+// A non-owning reference to a callable, for the non-template core of the executor.
+template <class Signature>
+class function_ref;
+
+template <class R, class... Args>
+class function_ref<R(Args...)> {
+public:
+    template <class F>
+    function_ref(F& f) noexcept  // NOLINT: implicit by design, like std::function_ref
+        : object_(std::addressof(f)),
+          call_([](void* object, Args... args) -> R { return (*static_cast<F*>(object))(std::forward<Args>(args)...); }) {}
+
+    R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+private:
+    void* object_;
+    R (*call_)(void*, Args...);
+};
+
+// The operation as the core sees it: bytes in, bytes out.
+struct produced {
+    std::string payload;
+    classification kind;
+};
+
+struct erased_operation {
+    function_ref<produced(std::stop_token)> run;
+    function_ref<void(std::string_view)> replay;  // decodes a stored result
+};
+
+struct verdict {
+    execution_status status;
+    execution_status enforce_decision;
+    idem::mode mode;
+};
+
+template <class Operation>
+decltype(auto) invoke_operation(Operation& operation, std::stop_token stop) {
+    if constexpr (std::is_invocable_v<Operation&, std::stop_token>)
+        return operation(std::move(stop));
+    else
+        return operation();
+}
+
+}  // namespace detail
+
+class executor {
+public:
+    using store_map = std::map<std::string, std::shared_ptr<record_store>, std::less<>>;
+
+    // One store; options validated now (options_error names every invalid field).
+    explicit executor(std::shared_ptr<record_store> store, executor_options options = {},
+                      std::shared_ptr<telemetry_sink> telemetry = nullptr);
+    // Named stores ("" is the default) that profiles pick by name, and a shared options source.
+    executor(store_map stores, std::shared_ptr<options_source> options,
+             std::shared_ptr<telemetry_sink> telemetry = nullptr);
+
+    // Runs `operation` (callable as T() or T(std::stop_token)) at most once per key.
+    // A stop requested before it starts releases the key and throws operation_cancelled;
+    // an exception it throws is rethrown and the key stays in flight until the lease ends.
+    template <class T, class Operation>
+    execution<T> execute(const record_key& key, std::string_view fingerprint, const execution_options& options,
+                         Operation&& operation, const result_codec<T>& codec, std::stop_token stop = {}) {
+        return run_typed(nullptr, key, fingerprint, options, operation, codec, std::move(stop));
+    }
+
+    // The same inside `tx`. With a transactional store in Enforce the reservation, the
+    // operation's writes and the record share the transaction: a rollback leaves no record.
+    // In Observe the reservation goes through the store's detached view and the result is
+    // written in `tx` behind a savepoint, so a failed record write never fails the business.
+    // A store that cannot join transactions works as outside one (its record is not rolled back).
+    template <class T, class Operation>
+    execution<T> execute(transaction& tx, const record_key& key, std::string_view fingerprint,
+                         const execution_options& options, Operation&& operation, const result_codec<T>& codec,
+                         std::stop_token stop = {}) {
+        return run_typed(&tx, key, fingerprint, options, operation, codec, std::move(stop));
+    }
+
+    // The mode a call would run in, so a caller can skip computing a fingerprint in off.
+    [[nodiscard]] mode resolve_mode(const execution_options& options = {}) const;
+
+    [[nodiscard]] options_source& options() const noexcept { return *options_; }
+    [[nodiscard]] telemetry_sink& telemetry() const noexcept { return *telemetry_; }
+
+private:
+    template <class T, class Operation>
+    execution<T> run_typed(transaction* tx, const record_key& key, std::string_view fingerprint,
+                           const execution_options& options, Operation& operation, const result_codec<T>& codec,
+                           std::stop_token stop) {
+        std::optional<T> value;
+        auto run = [&](std::stop_token token) -> detail::produced {
+            value.emplace(detail::invoke_operation(operation, std::move(token)));
+            const classification kind = codec.classify(*value);
+            if (kind == classification::release || kind == classification::keep_in_flight) return {{}, kind};
+            return {codec.serialize(*value), kind};
+        };
+        auto replay = [&](std::string_view payload) { value.emplace(codec.deserialize(payload)); };
+        const detail::verdict v = run_erased(tx, key, fingerprint, options, {run, replay}, std::move(stop));
+        return execution<T>(v.status, v.enforce_decision, v.mode, std::move(value));
+    }
+
+    detail::verdict run_erased(transaction* tx, const record_key& key, std::string_view fingerprint,
+                               const execution_options& options, detail::erased_operation operation,
+                               std::stop_token stop);
+
+    store_map stores_;
+    std::shared_ptr<options_source> options_;
+    std::shared_ptr<telemetry_sink> telemetry_;
+};
+
+}  // namespace idem

@@ -1,0 +1,113 @@
+// idem/options.hpp: modes, leases and retention, globally, per profile, per call.
+//
+// Each setting resolves from the call (execution_options), else its profile,
+// else the executor_options. Invalid options are rejected with every invalid
+// field named; an options_source can be replaced while calls run:
+//
+//   idem::executor_options o;
+//   o.mode = idem::mode::observe;
+//   o.profiles["payments"] = {.mode = idem::mode::enforce, .retention = std::chrono::days(7)};
+//   auto source = std::make_shared<idem::options_source>(o);
+//   source->replace(reloaded);  // invalid: every call throws options_error until fixed
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "idem/clock.hpp"
+#include "idem/mode.hpp"
+#include "idem/telemetry.hpp"
+
+namespace idem {
+
+// Fields have default initializers so designated initializers stay warning-free.
+struct profile_options {
+    std::optional<idem::mode> mode = {};
+    std::optional<duration> lease = {};
+    std::optional<duration> retention = {};
+    std::optional<duration> failure_retention = {};
+    std::optional<std::string> store = {};  // a store registered on the executor under this name
+};
+
+struct executor_options {
+    idem::mode mode = mode::enforce;
+    // How long a key stays in flight when nobody settles it (crash, exception).
+    // Pick lease >= max(server request timeout, client's total retry budget).
+    duration lease = std::chrono::minutes(1);
+    duration max_lease = std::chrono::minutes(15);
+    duration retention = std::chrono::hours(24);          // results classified store
+    duration failure_retention = std::chrono::minutes(10);  // results classified store_as_failure
+    std::string store = {};                                // "" is the default store
+    std::map<std::string, profile_options, std::less<>> profiles = {};
+
+    // Every invalid field, named with why; empty when valid. Store names are
+    // checked against `stores` when given.
+    [[nodiscard]] std::vector<std::string> problems(const std::set<std::string, std::less<>>* stores = nullptr) const;
+};
+
+// Per call; unset fields come from the profile, then the executor_options.
+struct execution_options {
+    std::string profile = {};  // "" for none; "messaging" is built in (7-day retention)
+    std::optional<idem::mode> mode = {};
+    std::optional<duration> lease = {};
+    std::optional<duration> retention = {};
+    std::optional<duration> failure_retention = {};
+    std::optional<std::string> store = {};
+    entry_point entry = entry_point::executor;  // which entry point telemetry counts the call under
+};
+
+// The settings a call runs with.
+struct resolved_options {
+    idem::mode mode;
+    duration lease;
+    duration retention;
+    duration failure_retention;
+    std::string store;
+    std::string profile;
+};
+
+inline constexpr std::string_view messaging_profile = "messaging";
+inline constexpr auto messaging_retention = std::chrono::hours(24 * 7);
+
+// Thread-safe holder of the current executor_options. Calls read a snapshot;
+// replace() swaps it without blocking them.
+class options_source {
+public:
+    // Throws options_error when `initial` is invalid (store names checked against
+    // `known_stores` when given).
+    explicit options_source(executor_options initial = {},
+                            std::optional<std::set<std::string, std::less<>>> known_stores = std::nullopt);
+
+    // Takes effect for the next call. Invalid options are kept and make every
+    // call throw options_error until a valid replacement arrives.
+    void replace(executor_options next);
+
+    // The store names the options may refer to (the executor registers its own);
+    // until then names are not checked.
+    void set_known_stores(std::set<std::string, std::less<>> stores);
+
+    // The current options; throws options_error while they are invalid.
+    [[nodiscard]] std::shared_ptr<const executor_options> current() const;
+    // Resolves a call's settings (operation, then profile, then global); throws options_error.
+    [[nodiscard]] resolved_options resolve(const execution_options& call) const;
+
+private:
+    struct snapshot;
+    [[nodiscard]] std::shared_ptr<const snapshot> load() const;
+    void publish(std::shared_ptr<const executor_options> options,
+                 std::optional<std::set<std::string, std::less<>>> stores);
+
+    std::atomic<std::shared_ptr<const snapshot>> snapshot_;
+};
+
+// "15m", "90s", "250ms": the largest unit that divides the duration exactly.
+[[nodiscard]] std::string format_duration(duration d);
+
+}  // namespace idem

@@ -1,0 +1,112 @@
+// idem/telemetry.hpp: decisions and log events, for metrics and logs.
+//
+// Every entry point (executor, inbox, HTTP) reports each decision once, in
+// Observe too (as what Enforce would have done). Log events name a record only
+// by its key hash; keys and scopes never reach a sink.
+//
+//   auto metrics = std::make_shared<idem::metrics_sink>();
+//   auto logs = std::make_shared<idem::log_sink>(std::clog);
+//   idem::executor exec{store, {}, std::make_shared<idem::fanout_sink>(
+//       std::vector<std::shared_ptr<idem::telemetry_sink>>{metrics, logs})};
+//   serve("/metrics", metrics->render_prometheus());
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "idem/mode.hpp"
+
+namespace idem {
+
+enum class entry_point { executor, inbox, http };
+
+enum class outcome {
+    executed,        // the operation ran (in Observe: a reservation was won)
+    replay,          // a stored result answered the call
+    key_reused,      // the key is live for other content
+    in_flight,       // another run holds the key
+    unscoped,        // a key arrived without a resolvable scope
+    reserve_failed,  // Observe: the store failed; the operation ran without idempotency
+    released,        // the key was freed: cancelled, or a result classified release
+};
+
+[[nodiscard]] std::string_view to_string(entry_point e) noexcept;
+[[nodiscard]] std::string_view to_string(outcome o) noexcept;
+
+struct decision {
+    entry_point entry;
+    idem::outcome outcome;
+    idem::mode mode;
+    std::string_view profile;  // empty when the call named no profile
+};
+
+enum class log_level { debug, info, warning, error };
+[[nodiscard]] std::string_view to_string(log_level level) noexcept;
+
+struct log_event {
+    log_level level;
+    std::string_view name;      // stable, e.g. "idem.observe.reserve_failed"
+    std::string_view key_hash;  // empty when the event names no record
+    std::string_view message;
+};
+
+// Receives telemetry from many threads at once; must not throw.
+class telemetry_sink {
+public:
+    virtual ~telemetry_sink() = default;
+    virtual void on_decision(const decision&) noexcept {}
+    virtual void on_log(const log_event&) noexcept {}
+};
+
+// The default: writes nothing.
+[[nodiscard]] std::shared_ptr<telemetry_sink> null_sink();
+
+// Counts decisions; renders them in the Prometheus text exposition format.
+class metrics_sink final : public telemetry_sink {
+public:
+    void on_decision(const decision& d) noexcept override;
+    [[nodiscard]] std::uint64_t count(entry_point entry, outcome o, mode m, std::string_view profile = {}) const;
+    // idem_decisions_total{entry_point="...",outcome="...",mode="...",profile="..."} N
+    [[nodiscard]] std::string render_prometheus() const;
+
+private:
+    using labels = std::tuple<entry_point, outcome, mode, std::string>;
+    mutable std::mutex mutex_;
+    std::map<labels, std::uint64_t, std::less<>> counts_;
+};
+
+// Writes one logfmt line per event at or above `min` to a stream.
+class log_sink final : public telemetry_sink {
+public:
+    explicit log_sink(std::ostream& out, log_level min = log_level::info);
+    void on_log(const log_event& e) noexcept override;
+
+private:
+    std::mutex mutex_;
+    std::ostream& out_;
+    log_level min_;
+};
+
+// Forwards to several sinks.
+class fanout_sink final : public telemetry_sink {
+public:
+    explicit fanout_sink(std::vector<std::shared_ptr<telemetry_sink>> sinks) : sinks_(std::move(sinks)) {}
+    void on_decision(const decision& d) noexcept override {
+        for (const auto& s : sinks_) s->on_decision(d);
+    }
+    void on_log(const log_event& e) noexcept override {
+        for (const auto& s : sinks_) s->on_log(e);
+    }
+
+private:
+    std::vector<std::shared_ptr<telemetry_sink>> sinks_;
+};
+
+}  // namespace idem

@@ -1,0 +1,248 @@
+#include "idem/executor.hpp"
+
+#include <exception>
+
+#include "idem/transactional_record_store.hpp"
+
+namespace idem {
+namespace {
+
+outcome outcome_of(execution_status status) {
+    switch (status) {
+        case execution_status::executed: return outcome::executed;
+        case execution_status::replayed: return outcome::replay;
+        case execution_status::in_flight: return outcome::in_flight;
+        case execution_status::key_reused: return outcome::key_reused;
+    }
+    return outcome::executed;
+}
+
+execution_status status_of(reservation_status status) {
+    switch (status) {
+        case reservation_status::reserved: return execution_status::executed;
+        case reservation_status::in_flight: return execution_status::in_flight;
+        case reservation_status::completed: return execution_status::replayed;
+        case reservation_status::fingerprint_mismatch: return execution_status::key_reused;
+    }
+    return execution_status::executed;
+}
+
+// One call of the executor: the resolved settings, the store, and the steps of each mode.
+class attempt {
+public:
+    attempt(record_store& store, transaction* tx, telemetry_sink& telemetry, const record_key& key,
+            std::string_view fingerprint, const resolved_options& settings, entry_point entry,
+            detail::erased_operation operation, std::stop_token stop)
+        : store_(store),
+          joined_(tx != nullptr ? dynamic_cast<transactional_record_store*>(&store) : nullptr),
+          tx_(joined_ != nullptr ? tx : nullptr),
+          telemetry_(telemetry),
+          key_(key),
+          fingerprint_(fingerprint),
+          settings_(settings),
+          entry_(entry),
+          operation_(operation),
+          stop_(std::move(stop)) {}
+
+    detail::verdict enforce() {
+        const reservation r = tx_ != nullptr ? joined_->try_reserve(*tx_, key_, fingerprint_, settings_.lease)
+                                             : store_.try_reserve(key_, fingerprint_, settings_.lease);
+        const execution_status status = status_of(r.status);
+        if (r.status != reservation_status::reserved) {
+            if (r.status == reservation_status::completed) replay(r.payload);
+            count(outcome_of(status));
+            return {status, status, mode::enforce};
+        }
+        const detail::produced result = run_reserved(r.token);
+        settle(r.token, result, tx_ != nullptr);
+        count(result.kind == classification::release ? outcome::released : outcome::executed);
+        return {execution_status::executed, execution_status::executed, mode::enforce};
+    }
+
+    detail::verdict observe() {
+        // The reservation never joins the business transaction: it must not wait for or fail it.
+        std::optional<reservation> r;
+        try {
+            r = store_.try_reserve(key_, fingerprint_, settings_.lease);
+        } catch (const std::exception& e) {
+            if (stop_.stop_requested()) throw operation_cancelled();
+            log(log_level::warning, "idem.observe.reserve_failed",
+                std::string("the store failed to reserve; the operation runs without idempotency: ") + e.what());
+            count(outcome::reserve_failed);
+            (void)operation_.run(stop_);
+            return {execution_status::executed, execution_status::executed, mode::observe};
+        }
+        const execution_status would = status_of(r->status);
+        if (r->status != reservation_status::reserved) {
+            count(outcome_of(would));
+            (void)operation_.run(stop_);
+            return {execution_status::executed, would, mode::observe};
+        }
+        const detail::produced result = run_reserved(r->token);
+        if (tx_ != nullptr && stores_result(result.kind))
+            record_in_transaction(r->token, result);
+        else
+            settle(r->token, result, false);
+        count(result.kind == classification::release ? outcome::released : outcome::executed);
+        return {execution_status::executed, would, mode::observe};
+    }
+
+private:
+    static bool stores_result(classification kind) {
+        return kind == classification::store || kind == classification::store_as_failure;
+    }
+
+    duration retention_for(classification kind) const {
+        return kind == classification::store_as_failure ? settings_.failure_retention : settings_.retention;
+    }
+
+    void replay(std::string_view payload) {
+        try {
+            operation_.replay(payload);
+        } catch (const std::exception&) {
+            log(log_level::error, "idem.replay.undecodable", "the stored result could not be decoded");
+            std::throw_with_nested(
+                store_error(store_failure::corrupt_record,
+                            "idem: the stored result of key hash " + key_.key_hash() + " could not be decoded"));
+        }
+    }
+
+    // Runs the operation on a key this call reserved.
+    detail::produced run_reserved(const std::string& token) {
+        if (stop_.stop_requested()) {
+            release(token, tx_ != nullptr);
+            count(outcome::released);
+            throw operation_cancelled();
+        }
+        try {
+            return operation_.run(stop_);
+        } catch (...) {
+            log(log_level::warning, "idem.operation.failed",
+                tx_ != nullptr ? "the operation threw; its transaction's rollback removes the reservation"
+                               : "the operation threw; the key stays in flight until its lease ends");
+            throw;
+        }
+    }
+
+    // Completes or releases as the codec classified. In the business transaction a
+    // store error propagates (the transaction is lost anyway); outside it the result
+    // is kept for the caller and the failure logged: the operation has already run.
+    void settle(const std::string& token, const detail::produced& result, bool in_transaction) {
+        if (result.kind == classification::keep_in_flight) {
+            log(log_level::info, "idem.result.kept_in_flight", "the result keeps the key in flight until its lease ends");
+            return;
+        }
+        if (result.kind == classification::release) {
+            release(token, in_transaction);
+            return;
+        }
+        try {
+            const bool done = in_transaction ? joined_->complete(*tx_, key_, token, fingerprint_, result.payload,
+                                                                 retention_for(result.kind))
+                                             : store_.complete(key_, token, fingerprint_, result.payload,
+                                                               retention_for(result.kind));
+            if (!done)
+                log(log_level::warning, "idem.complete.stale",
+                    "the lease ended and another run took the key over; this result was not stored");
+        } catch (const std::exception& e) {
+            if (in_transaction) throw;
+            log(log_level::error, "idem.complete.failed",
+                std::string("the result could not be stored; a retry after the lease runs again: ") + e.what());
+        }
+    }
+
+    void release(const std::string& token, bool in_transaction) {
+        try {
+            const bool done = in_transaction ? joined_->release(*tx_, key_, token) : store_.release(key_, token);
+            if (!done)
+                log(log_level::warning, "idem.release.stale",
+                    "the lease ended and another run took the key over; nothing was released");
+        } catch (const std::exception& e) {
+            if (in_transaction) throw;
+            log(log_level::error, "idem.release.failed",
+                std::string("the key could not be released; it frees when its lease ends: ") + e.what());
+        }
+    }
+
+    // Observe in a transaction: free the detached reservation, then write the result in the
+    // business transaction behind a savepoint, so a failed write loses only the record.
+    void record_in_transaction(const std::string& token, const detail::produced& result) {
+        release(token, false);
+        try {
+            const bool done = tx_->savepoint([&] {
+                return joined_->complete(*tx_, key_, token, fingerprint_, result.payload, retention_for(result.kind));
+            });
+            if (!done)
+                log(log_level::warning, "idem.complete.stale",
+                    "another run reserved the key meanwhile; this result was not stored");
+        } catch (const std::exception& e) {
+            if (tx_->state() != transaction_state::active) throw;  // the savepoint could not save the business
+            log(log_level::warning, "idem.observe.record_failed",
+                std::string("the record was not written; the business data is kept: ") + e.what());
+        }
+    }
+
+    void count(outcome o) {
+        telemetry_.on_decision({entry_, o, settings_.mode, settings_.profile});
+    }
+
+    void log(log_level level, std::string_view name, const std::string& message) {
+        const std::string hash = key_.key_hash();
+        telemetry_.on_log({level, name, hash, message});
+    }
+
+    record_store& store_;
+    transactional_record_store* joined_;
+    transaction* tx_;
+    telemetry_sink& telemetry_;
+    const record_key& key_;
+    std::string_view fingerprint_;
+    const resolved_options& settings_;
+    entry_point entry_;
+    detail::erased_operation operation_;
+    std::stop_token stop_;
+};
+
+std::set<std::string, std::less<>> names_of(const executor::store_map& stores) {
+    std::set<std::string, std::less<>> names;
+    for (const auto& [name, store] : stores) {
+        if (!store) throw std::invalid_argument("idem: the store named '" + name + "' is null");
+        names.insert(name);
+    }
+    return names;
+}
+
+}  // namespace
+
+executor::executor(std::shared_ptr<record_store> store, executor_options options,
+                   std::shared_ptr<telemetry_sink> telemetry)
+    : executor(store_map{{"", std::move(store)}},
+               std::make_shared<options_source>(std::move(options), std::set<std::string, std::less<>>{""}),
+               std::move(telemetry)) {}
+
+executor::executor(store_map stores, std::shared_ptr<options_source> options,
+                   std::shared_ptr<telemetry_sink> telemetry)
+    : stores_(std::move(stores)),
+      options_(std::move(options)),
+      telemetry_(telemetry ? std::move(telemetry) : null_sink()) {
+    if (!options_) throw std::invalid_argument("idem: the options source is null");
+    options_->set_known_stores(names_of(stores_));
+}
+
+mode executor::resolve_mode(const execution_options& options) const { return options_->resolve(options).mode; }
+
+detail::verdict executor::run_erased(transaction* tx, const record_key& key, std::string_view fingerprint,
+                                     const execution_options& options, detail::erased_operation operation,
+                                     std::stop_token stop) {
+    const resolved_options settings = options_->resolve(options);
+    if (settings.mode == mode::off) {
+        (void)operation.run(std::move(stop));
+        return {execution_status::executed, execution_status::executed, mode::off};
+    }
+    detail::check_fingerprint(fingerprint);
+    record_store& store = *stores_.find(settings.store)->second;  // resolve() checked the name
+    attempt a(store, tx, *telemetry_, key, fingerprint, settings, options.entry, operation, std::move(stop));
+    return settings.mode == mode::enforce ? a.enforce() : a.observe();
+}
+
+}  // namespace idem

@@ -1,0 +1,110 @@
+#include "idem/telemetry.hpp"
+
+#include <chrono>
+#include <ostream>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+namespace idem {
+namespace {
+
+// Prometheus label values and logfmt values: quote, backslash and newline escaped.
+std::string escaped(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string_view to_string(entry_point e) noexcept {
+    switch (e) {
+        case entry_point::executor: return "executor";
+        case entry_point::inbox: return "inbox";
+        case entry_point::http: return "http";
+    }
+    return "unknown";
+}
+
+std::string_view to_string(outcome o) noexcept {
+    switch (o) {
+        case outcome::executed: return "executed";
+        case outcome::replay: return "replay";
+        case outcome::key_reused: return "key_reused";
+        case outcome::in_flight: return "in_flight";
+        case outcome::unscoped: return "unscoped";
+        case outcome::reserve_failed: return "reserve_failed";
+        case outcome::released: return "released";
+    }
+    return "unknown";
+}
+
+std::string_view to_string(log_level level) noexcept {
+    switch (level) {
+        case log_level::debug: return "debug";
+        case log_level::info: return "info";
+        case log_level::warning: return "warning";
+        case log_level::error: return "error";
+    }
+    return "unknown";
+}
+
+std::shared_ptr<telemetry_sink> null_sink() {
+    static const auto instance = std::make_shared<telemetry_sink>();
+    return instance;
+}
+
+void metrics_sink::on_decision(const decision& d) noexcept {
+    try {
+        std::lock_guard lock(mutex_);
+        ++counts_[labels{d.entry, d.outcome, d.mode, std::string(d.profile)}];
+    } catch (...) {
+        // Out of memory while counting: the decision stands, the count is lost.
+    }
+}
+
+std::uint64_t metrics_sink::count(entry_point entry, outcome o, mode m, std::string_view profile) const {
+    std::lock_guard lock(mutex_);
+    auto it = counts_.find(labels{entry, o, m, std::string(profile)});
+    return it == counts_.end() ? 0 : it->second;
+}
+
+std::string metrics_sink::render_prometheus() const {
+    std::string out =
+        "# HELP idem_decisions_total Idempotency decisions by entry point, outcome, mode and profile.\n"
+        "# TYPE idem_decisions_total counter\n";
+    std::lock_guard lock(mutex_);
+    for (const auto& [l, n] : counts_) {
+        const auto& [entry, o, m, profile] = l;
+        out += fmt::format("idem_decisions_total{{entry_point=\"{}\",outcome=\"{}\",mode=\"{}\",profile=\"{}\"}} {}\n",
+                           to_string(entry), to_string(o), to_string(m), escaped(profile), n);
+    }
+    return out;
+}
+
+log_sink::log_sink(std::ostream& out, log_level min) : out_(out), min_(min) {}
+
+void log_sink::on_log(const log_event& e) noexcept {
+    if (e.level < min_) return;
+    try {
+        const auto now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+        std::string line = fmt::format("ts={:%Y-%m-%dT%H:%M:%S}Z level={} event={}", now, to_string(e.level), e.name);
+        if (!e.key_hash.empty()) line += fmt::format(" key_hash={}", e.key_hash);
+        line += fmt::format(" msg=\"{}\"\n", escaped(e.message));
+        std::lock_guard lock(mutex_);
+        out_ << line << std::flush;
+    } catch (...) {
+        // A failing log stream must not fail the operation that logged.
+    }
+}
+
+}  // namespace idem

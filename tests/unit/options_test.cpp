@@ -1,0 +1,138 @@
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "idem/executor.hpp"
+#include "idem/memory_store.hpp"
+
+using namespace idem;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::string> problems_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const options_error& e) {
+        return e.problems();
+    }
+    return {};
+}
+
+bool mentions(const std::vector<std::string>& problems, std::string_view text) {
+    for (const auto& p : problems)
+        if (p.find(text) != std::string::npos) return true;
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("options: defaults are 1m lease, 15m max lease, 24h retention, 10m failure retention, enforce") {
+    const executor_options o;
+    CHECK(o.lease == 1min);
+    CHECK(o.max_lease == 15min);
+    CHECK(o.retention == 24h);
+    CHECK(o.failure_retention == 10min);
+    CHECK(o.mode == mode::enforce);
+    CHECK(o.problems().empty());
+}
+
+TEST_CASE("options: construction rejects invalid options naming every invalid field") {
+    executor_options o;
+    o.lease = 20min;  // above max_lease
+    o.failure_retention = -1s;
+    o.profiles["fast"] = {.lease = 2h, .retention = 1h};
+    o.profiles["broken"] = {.retention = 0s, .store = "nowhere"};
+    const auto problems = problems_of([&] { executor exec(std::make_shared<memory_store>(), o); });
+    CHECK(mentions(problems, "lease (20m) exceeds max_lease (15m)"));
+    CHECK(mentions(problems, "failure_retention must be positive"));
+    CHECK(mentions(problems, "profiles.fast.lease (2h) exceeds max_lease"));
+    CHECK(mentions(problems, "profiles.fast.lease (2h) exceeds retention (1h)"));
+    CHECK(mentions(problems, "profiles.broken.retention must be positive"));
+    CHECK(mentions(problems, "profiles.broken.store: no store named 'nowhere'"));
+    CHECK(problems.size() == 6);
+}
+
+TEST_CASE("options: a per-call setting is checked on each call") {
+    executor exec(std::make_shared<memory_store>());
+    const record_key key("ns", "k");
+    auto problems = problems_of([&] {
+        (void)exec.execute(key, "fp", {.lease = 16min}, [] { return std::string(); }, string_codec{});
+    });
+    CHECK(mentions(problems, "execution_options.lease (16m) exceeds max_lease (15m)"));
+    problems = problems_of([&] { (void)exec.resolve_mode({.profile = "missing"}); });
+    CHECK(mentions(problems, "no profile named 'missing'"));
+    CHECK(exec.resolve_mode({.profile = "messaging"}) == mode::enforce);  // built in
+}
+
+TEST_CASE("options: parse_mode accepts the three names in any casing and nothing else") {
+    CHECK(parse_mode("Observe") == mode::observe);
+    CHECK(parse_mode("ENFORCE") == mode::enforce);
+    CHECK(parse_mode("off") == mode::off);
+    CHECK_THROWS_AS((void)parse_mode("enforced"), std::invalid_argument);
+    CHECK_THROWS_AS((void)parse_mode(""), std::invalid_argument);
+}
+
+TEST_CASE("options: an invalid replacement makes every call throw until it is fixed") {
+    auto source = std::make_shared<options_source>();
+    executor exec({{"", std::make_shared<memory_store>()}}, source);
+    const record_key key("ns", "k");
+    source->replace({.lease = 2h});
+    CHECK_THROWS_AS((void)exec.execute(key, "fp", {}, [] { return std::string(); }, string_codec{}), options_error);
+    CHECK_THROWS_AS((void)exec.resolve_mode(), options_error);
+    source->replace({.mode = mode::observe});
+    CHECK(exec.resolve_mode() == mode::observe);
+    CHECK(exec.execute(key, "fp", {}, [] { return std::string("ok"); }, string_codec{}).value() == "ok");
+}
+
+TEST_CASE("options: replacing options while 8 threads call changes the mode without a lost or torn call") {
+    auto source = std::make_shared<options_source>(executor_options{.mode = mode::observe});
+    auto store = std::make_shared<memory_store>();
+    executor exec({{"", store}}, source);
+    std::atomic<bool> stop{false};
+    std::atomic<int> calls{0}, errors{0};
+    std::atomic<int> modes_seen[3] = {0, 0, 0};
+    {
+        std::vector<std::jthread> threads;
+        for (int t = 0; t < 8; ++t) {
+            threads.emplace_back([&, t] {
+                for (int i = 0; !stop; ++i) {
+                    try {
+                        auto e = exec.execute(record_key("ns", std::to_string(t) + "-" + std::to_string(i)), "fp", {},
+                                              [] { return std::string("x"); }, string_codec{});
+                        ++modes_seen[static_cast<int>(e.mode())];
+                        ++calls;
+                    } catch (const options_error&) {
+                        ++errors;  // only while the invalid options are in place
+                    }
+                }
+            });
+        }
+        for (int round = 0; round < 50; ++round) {
+            source->replace({.mode = round % 2 == 0 ? mode::enforce : mode::observe});
+            std::this_thread::sleep_for(1ms);
+        }
+        source->replace({.lease = 2h});  // invalid
+        std::this_thread::sleep_for(5ms);
+        const int errors_while_invalid = errors;
+        source->replace({.mode = mode::off});
+        std::this_thread::sleep_for(5ms);
+        stop = true;
+        CHECK(errors_while_invalid > 0);
+    }
+    CHECK(calls > 0);
+    CHECK(modes_seen[static_cast<int>(mode::enforce)] > 0);
+    CHECK(modes_seen[static_cast<int>(mode::observe)] > 0);
+    CHECK(modes_seen[static_cast<int>(mode::off)] > 0);
+}
+
+TEST_CASE("options: format_duration picks the largest exact unit") {
+    CHECK(format_duration(15min) == "15m");
+    CHECK(format_duration(90s) == "90s");
+    CHECK(format_duration(250ms) == "250ms");
+    CHECK(format_duration(std::chrono::hours(48)) == "2d");
+    CHECK(format_duration(1500us) == "1500us");
+}
