@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../support/recording_sink.hpp"
+#include "../support/switchable_store.hpp"
 #include "idem/executor.hpp"
 #include "idem/memory_store.hpp"
 
@@ -14,35 +15,6 @@ using namespace std::chrono_literals;
 using status = execution_status;
 
 namespace {
-
-// A memory store that can be made to fail like a store whose server went away.
-class switchable_store final : public record_store {
-public:
-    explicit switchable_store(std::shared_ptr<const idem::clock> c) : inner_(std::move(c)) {}
-    std::atomic<bool> failing{false};
-
-protected:
-    reservation do_try_reserve(const record_key& k, std::string_view fp, duration lease) override {
-        fail_if_down();
-        return inner_.try_reserve(k, fp, lease);
-    }
-    bool do_complete(const record_key& k, std::string_view t, std::string_view fp, std::string_view p,
-                     duration r) override {
-        fail_if_down();
-        return inner_.complete(k, t, fp, p, r);
-    }
-    bool do_release(const record_key& k, std::string_view t) override {
-        fail_if_down();
-        return inner_.release(k, t);
-    }
-    std::size_t do_purge_expired(std::size_t limit) override { return inner_.purge_expired(limit); }
-
-private:
-    void fail_if_down() const {
-        if (failing) throw store_error(store_failure::connection_lost, "idem: test store is down");
-    }
-    memory_store inner_;
-};
 
 struct fixture {
     std::shared_ptr<manual_clock> clock = std::make_shared<manual_clock>();
@@ -308,7 +280,7 @@ TEST_CASE("executor: a switch from observe to enforce replays what observe store
 
 TEST_CASE("executor: a store failing while reserving is logged in observe and propagates in enforce") {
     auto clock = std::make_shared<manual_clock>();
-    auto store = std::make_shared<switchable_store>(clock);
+    auto store = std::make_shared<test::switchable_store>(clock);
     auto sink = std::make_shared<test::recording_sink>();
     executor exec(store, {.mode = mode::observe}, sink);
     store->failing = true;
@@ -331,7 +303,7 @@ TEST_CASE("executor: a store failing while reserving is logged in observe and pr
 
 TEST_CASE("executor: a store failing while completing keeps the result and logs it") {
     auto clock = std::make_shared<manual_clock>();
-    auto store = std::make_shared<switchable_store>(clock);
+    auto store = std::make_shared<test::switchable_store>(clock);
     auto sink = std::make_shared<test::recording_sink>();
     executor exec(store, {}, sink);
     const record_key key("ns", "k");

@@ -1,0 +1,93 @@
+// idem/http/layer.hpp: the Idempotency-Key layer, independent of any server library.
+//
+// Wrap an endpoint: the first request with a key runs it; a retry with the same
+// key and content gets the stored response (Idempotent-Replayed: true); other
+// content gets 422, a retry while the first still runs gets 409 with Retry-After.
+//
+//   idem::http::idempotency_layer layer{store, {.resolver = idem::scopes::user()}};
+//   idem::http::response res = layer.handle(req, [&] { return create_payment(req); });
+//
+// The layer runs in lease mode: the record is written outside the endpoint's
+// own transaction. An adapter for cpp-httplib is in idem/http/httplib.hpp.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "idem/executor.hpp"
+#include "idem/http/message.hpp"
+
+namespace idem::http {
+
+enum class unscoped_behavior {
+    reject,  // 400 Idempotency.ScopeRequired
+    bypass,  // run the endpoint without idempotency (counted as unscoped)
+};
+
+struct layer_options {
+    std::string header_name = "Idempotency-Key";
+    std::set<std::string, std::less<>> methods = {"POST", "PATCH"};
+    bool require_key = false;  // a missing key: 400 KeyMissing, or run without idempotency
+    // Who owns a key. Null: every caller shares one key space (scope::global()).
+    scope_resolver resolver = nullptr;
+    unscoped_behavior unscoped = unscoped_behavior::reject;
+    std::string name_space = "http";
+    idem::mode mode = mode::enforce;
+    // How long a request holds its key when nobody settles it (crash, 503, exception).
+    duration lease = std::chrono::minutes(1);
+    duration retention = std::chrono::hours(24);
+    duration server_error_retention = std::chrono::minutes(5);  // a 5xx after the endpoint ran
+    std::size_t max_stored_body = 1024 * 1024;  // larger responses are sent, not stored
+    std::chrono::seconds retry_after = std::chrono::seconds(1);
+    // Response headers replayed with the body (Set-Cookie never is).
+    std::vector<std::string> replayed_headers = {"Content-Type", "Content-Language", "Content-Location",
+                                                 "Location",     "ETag",             "Last-Modified",
+                                                 "Link",         "Cache-Control"};
+};
+
+// What the layer decided before running anything.
+struct admission {
+    std::optional<response> answer = {};  // a 400 to send instead of running the endpoint
+    std::optional<record_key> key = {};   // set when the request is idempotent
+    std::string fingerprint = {};         // of the request, when `key` is set
+    // Neither set: run the endpoint without idempotency (no key, method not covered, off).
+};
+
+class idempotency_layer {
+public:
+    // Invalid options (lease above 15 minutes or above retention, non-positive spans,
+    // no methods) throw options_error naming every invalid field.
+    idempotency_layer(std::shared_ptr<record_store> store, layer_options options = {},
+                      std::shared_ptr<telemetry_sink> telemetry = nullptr);
+
+    // Runs `endpoint` (response()) at most once per key, or answers for it. An exception
+    // from the endpoint propagates and keeps the key in flight until the lease ends.
+    template <class Endpoint>
+    response handle(const request& req, Endpoint&& endpoint) {
+        detail::function_ref<response()> run(endpoint);
+        return handle_erased(req, run);
+    }
+
+    // The steps of handle(), for endpoints that run the executor themselves
+    // (inside a transaction): parse the key, resolve the scope, fingerprint.
+    [[nodiscard]] admission admit(const request& req) const;
+    // The response for an execution: the live one, a replay, 409 or 422.
+    [[nodiscard]] response answer(execution<response>&& e) const;
+
+    [[nodiscard]] const layer_options& options() const noexcept { return options_; }
+
+private:
+    response handle_erased(const request& req, detail::function_ref<response()> endpoint);
+
+    layer_options options_;
+    std::shared_ptr<telemetry_sink> telemetry_;
+    executor executor_;
+    std::unique_ptr<const result_codec<response>> codec_;
+};
+
+}  // namespace idem::http

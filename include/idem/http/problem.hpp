@@ -1,0 +1,37 @@
+// idem/http/problem.hpp: the layer's errors, as application/problem+json
+// (RFC 9457) with a stable code clients can branch on.
+//
+//   auto res = idem::http::problem(idem::http::codes::in_flight);
+//   res.status;                  // 409
+//   res.header("Cache-Control"); // "no-store"
+#pragma once
+
+#include <string_view>
+
+#include "idem/http/message.hpp"
+
+namespace idem::http {
+
+struct problem_code {
+    int status;
+    std::string_view code;   // e.g. "Idempotency.KeyReused"
+    std::string_view title;
+};
+
+namespace codes {
+inline constexpr problem_code key_missing{400, "Idempotency.KeyMissing", "This endpoint requires an Idempotency-Key"};
+inline constexpr problem_code key_invalid{400, "Idempotency.KeyInvalid", "The Idempotency-Key header is invalid"};
+inline constexpr problem_code scope_required{400, "Idempotency.ScopeRequired",
+                                             "An idempotency key needs an identified caller"};
+inline constexpr problem_code in_flight{409, "Idempotency.InFlight",
+                                        "A request with this Idempotency-Key is still being processed"};
+inline constexpr problem_code key_reused{422, "Idempotency.KeyReused",
+                                         "This Idempotency-Key was used for a different request"};
+inline constexpr problem_code store_unavailable{503, "Idempotency.StoreUnavailable",
+                                                "Idempotency records are unavailable; retry later"};
+}  // namespace codes
+
+// A problem+json response with Cache-Control: no-store.
+[[nodiscard]] response problem(const problem_code& code);
+
+}  // namespace idem::http

@@ -1,0 +1,98 @@
+#include "idem/http/response_codec.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+
+namespace idem::http {
+namespace {
+
+// Stored form: "IDR1", status (u16), header count (u16), each header as
+// u32-length-prefixed name and value, then the body bytes to the end.
+constexpr std::string_view magic = "IDR1";
+
+void put_u16(std::string& out, std::uint32_t v) {
+    out += static_cast<char>((v >> 8) & 0xFF);
+    out += static_cast<char>(v & 0xFF);
+}
+
+void put_u32(std::string& out, std::uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((v >> shift) & 0xFF);
+}
+
+class reader {
+public:
+    explicit reader(std::string_view bytes) : rest_(bytes) {}
+
+    std::uint32_t number(int width) {
+        need(static_cast<std::size_t>(width));
+        std::uint32_t v = 0;
+        for (int i = 0; i < width; ++i) v = (v << 8) | static_cast<unsigned char>(rest_[static_cast<std::size_t>(i)]);
+        rest_.remove_prefix(static_cast<std::size_t>(width));
+        return v;
+    }
+    std::string_view bytes(std::size_t n) {
+        need(n);
+        auto out = rest_.substr(0, n);
+        rest_.remove_prefix(n);
+        return out;
+    }
+    std::string_view rest() const { return rest_; }
+
+private:
+    void need(std::size_t n) const {
+        if (rest_.size() < n) throw std::runtime_error("idem: a stored response is truncated");
+    }
+    std::string_view rest_;
+};
+
+bool is_replayed(const std::vector<std::string>& allowed_headers, std::string_view name) {
+    if (header_name_equals(name, "Set-Cookie")) return false;
+    return std::any_of(allowed_headers.begin(), allowed_headers.end(),
+                       [&](const std::string& allowed) { return header_name_equals(allowed, name); });
+}
+
+}  // namespace
+
+std::string response_codec::serialize(const response& r) const {
+    std::string out(magic);
+    put_u16(out, static_cast<std::uint32_t>(r.status));
+    std::vector<const std::pair<std::string, std::string>*> kept;
+    for (const auto& h : r.headers)
+        if (is_replayed(replayed_headers_, h.first)) kept.push_back(&h);
+    put_u16(out, static_cast<std::uint32_t>(kept.size()));
+    for (const auto* h : kept) {
+        put_u32(out, static_cast<std::uint32_t>(h->first.size()));
+        out += h->first;
+        put_u32(out, static_cast<std::uint32_t>(h->second.size()));
+        out += h->second;
+    }
+    out += r.body;
+    return out;
+}
+
+response response_codec::deserialize(std::string_view payload) const {
+    reader in(payload);
+    if (in.bytes(magic.size()) != magic) throw std::runtime_error("idem: not a stored response");
+    response r;
+    r.status = static_cast<int>(in.number(2));
+    if (r.status < 100 || r.status > 999) throw std::runtime_error("idem: a stored response has no valid status");
+    const std::uint32_t count = in.number(2);
+    for (std::uint32_t i = 0; i < count; ++i) {
+        std::string name(in.bytes(in.number(4)));
+        std::string value(in.bytes(in.number(4)));
+        r.headers.emplace_back(std::move(name), std::move(value));
+    }
+    r.body = in.rest();
+    return r;
+}
+
+classification response_codec::classify(const response& r) const {
+    if (r.streamed || r.body.size() > max_stored_body_) return classification::release;
+    if (r.status == 503 || r.status == 504) return classification::keep_in_flight;
+    if (r.status >= 500) return classification::store_as_failure;
+    if (r.status == 408 || r.status == 409 || r.status == 425 || r.status == 429) return classification::release;
+    return classification::store;
+}
+
+}  // namespace idem::http
