@@ -1,0 +1,37 @@
+// idem: the operator's command for idempotency records.
+//   idem migrate --db URL                 create or upgrade the schema
+//   idem purge --db URL [...]             delete expired records in bounded batches
+//   idem key derive|uuid|message|storage|valid ...
+//   idem inspect --db URL --key-hash H    look at one record
+// Exit codes: 0 done, 1 database error (or `key valid`: not valid), 2 usage error.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "idem/error.hpp"
+#include "key_commands.hpp"
+
+int main(int argc, char** argv) {
+    CLI::App app{"idem: operate idempotency records (migrate, purge, key, inspect)", "idem"};
+    app.require_subcommand(1);
+    app.set_help_all_flag("--help-all", "Help for every subcommand");
+    int exit_code = 0;
+    idem::cli::add_key_commands(app, exit_code);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        (void)app.exit(e);
+        return 2;
+    } catch (const std::invalid_argument& e) {
+        std::cerr << e.what() << '\n';
+        return 2;
+    } catch (const idem::error& e) {
+        std::cerr << e.what() << '\n';
+        return 1;
+    }
+    return exit_code;
+}

@@ -1,0 +1,27 @@
+// The flags that name one record: --namespace, one scope flag, --key.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "idem/record_key.hpp"
+
+namespace idem::cli {
+
+struct record_key_flags {
+    std::string name_space, key;
+    bool global = false;
+    std::string user, tenant, client;
+    std::vector<std::string> user_and_tenant, custom;
+
+    // Adds the flags; `required` makes --namespace and --key mandatory.
+    void add_to(CLI::App& command, bool required);
+    [[nodiscard]] bool given() const { return !name_space.empty() || !key.empty(); }
+    // Throws CLI::ValidationError unless exactly one scope flag is given;
+    // std::invalid_argument for a part idem rejects (empty, invalid UTF-8, too long).
+    [[nodiscard]] record_key build() const;
+};
+
+}  // namespace idem::cli
