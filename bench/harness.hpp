@@ -1,0 +1,62 @@
+// A small timing harness: runs a body for a while, in alternating rounds with
+// its baseline, so both see the same machine state and the ratio holds on a
+// noisy machine.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace idem::bench {
+
+struct rate {
+    double per_second;    // median over the rounds
+    double nanos_per_op;  // 1e9 / per_second
+};
+
+// Calls `op(i)` with i = 0, 1, 2, ... for `span`; returns operations per second.
+inline double measure(const std::function<void(std::uint64_t)>& op, std::chrono::milliseconds span) {
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    const auto stop = start + span;
+    std::uint64_t n = 0;
+    auto now = start;
+    while (now < stop) {
+        for (int batch = 0; batch < 16; ++batch) op(n++);
+        now = clock::now();
+    }
+    return static_cast<double>(n) / std::chrono::duration<double>(now - start).count();
+}
+
+inline double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Alternates `subject` and `baseline` for `rounds` rounds of `span` each.
+struct paired {
+    rate subject;
+    rate baseline;
+    [[nodiscard]] double time_ratio() const { return baseline.per_second / subject.per_second; }
+};
+
+inline paired compare(const std::function<double()>& subject, const std::function<double()>& baseline, int rounds) {
+    std::vector<double> s, b;
+    for (int r = 0; r < rounds; ++r) {
+        // Alternate which goes first, so warm-up and drift hit both alike.
+        if (r % 2 == 0) {
+            b.push_back(baseline());
+            s.push_back(subject());
+        } else {
+            s.push_back(subject());
+            b.push_back(baseline());
+        }
+    }
+    const double sm = median(s), bm = median(b);
+    return {{sm, 1e9 / sm}, {bm, 1e9 / bm}};
+}
+
+}  // namespace idem::bench

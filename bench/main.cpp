@@ -1,0 +1,58 @@
+// idem-bench: what idempotency costs, measured against the bare work in the same run.
+//   idem-bench [--scenario memory|...] [--seconds S] [--rounds N] [--sqlite-dir D] [--postgresql CONNINFO]
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "bench.hpp"
+
+namespace idem::bench {
+
+void report::add(row r) {
+    std::fprintf(stderr, "%-10s %-55s %12.0f %s vs %12.0f  time ratio %.3f\n", r.group.c_str(), r.name.c_str(),
+                 r.result.subject.per_second, r.unit.c_str(), r.result.baseline.per_second, r.result.time_ratio());
+    rows_.push_back(std::move(r));
+}
+
+void report::print_json() const {
+    const auto quoted = [](const std::string& s) {
+        std::string out = "\"";
+        for (char c : s) {
+            if (c == '"' || c == '\\') out += '\\';
+            out += c;
+        }
+        return out + "\"";
+    };
+    for (const auto& r : rows_) {
+        std::printf(
+            "{\"group\":%s,\"name\":%s,\"subject\":%s,\"baseline\":%s,\"subject_per_s\":%.1f,"
+            "\"baseline_per_s\":%.1f,\"time_ratio\":%.4f,\"unit\":%s,\"note\":%s}\n",
+            quoted(r.group).c_str(), quoted(r.name).c_str(), quoted(r.subject).c_str(), quoted(r.baseline).c_str(),
+            r.result.subject.per_second, r.result.baseline.per_second, r.result.time_ratio(), quoted(r.unit).c_str(),
+            quoted(r.note).c_str());
+    }
+}
+
+}  // namespace idem::bench
+
+int main(int argc, char** argv) {
+    idem::bench::options o;
+    std::string scenario = "all";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string flag = argv[i], value = argv[i + 1];
+        if (flag == "--scenario") scenario = value;
+        else if (flag == "--seconds") o.span = std::chrono::milliseconds(static_cast<long>(std::stod(value) * 1000));
+        else if (flag == "--rounds") o.rounds = std::stoi(value);
+        else if (flag == "--sqlite-dir") o.sqlite_dir = value;
+        else if (flag == "--postgresql") o.postgresql = value;
+        else {
+            std::cerr << "unknown flag " << flag << "\n";
+            return 2;
+        }
+    }
+    idem::bench::report out;
+    if (scenario == "all" || scenario == "memory") idem::bench::run_memory(o, out);
+    out.print_json();
+    return 0;
+}
