@@ -40,7 +40,8 @@ struct redis_options {
     // Zero means no limit. A command that times out drops its connection: its outcome is unknown.
     std::chrono::milliseconds connect_timeout{2000};
     std::chrono::milliseconds command_timeout{2000};
-    // Connections opened at most; further callers wait for a free one.
+    // Connections opened at most. Further callers wait for a free one, at most
+    // connect_timeout + command_timeout (then store_error, timeout).
     std::size_t pool_size = 8;
     // Every Redis key is record_key::to_storage_key(key_prefix).
     std::string key_prefix{record_key::default_prefix};
