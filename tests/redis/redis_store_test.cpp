@@ -24,14 +24,6 @@ using test::fresh_namespace;
 
 namespace {
 
-redis_options shared_options() {
-    const auto at = test::shared_redis();
-    redis_options options;
-    options.host = at.host;
-    options.port = at.port;
-    return options;
-}
-
 std::string every_byte_value(std::size_t size) {
     std::string bytes(size, '\0');
     for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>((i * 7 + i / 256) % 256);
@@ -41,7 +33,7 @@ std::string every_byte_value(std::size_t size) {
 }  // namespace
 
 TEST_CASE("redis: a binary-unsafe key and a 1 MiB payload of every byte value round-trip exactly") {
-    redis_store store(shared_options());
+    redis_store store(test::shared_redis_options());
     const std::string name_space = fresh_namespace() + std::string(" \0\r\n", 4);
     const record_key key(name_space, scope::tenant(std::string("t \r\n\0 \xc3\xa9", 8)),
                          std::string("k\0ey\r\n*1\r\n$3\r\n with spaces \xe2\x82\xac \xf0\x9f\x94\x91", 35));
@@ -72,7 +64,7 @@ TEST_CASE("redis: a binary-unsafe key and a 1 MiB payload of every byte value ro
 }
 
 TEST_CASE("redis: an entry is a hash t, f (and p once completed) whose TTL is the lease, then the retention") {
-    redis_store store(shared_options());
+    redis_store store(test::shared_redis_options());
     const record_key key(fresh_namespace(), "ttl");
     test::redis_client raw(test::shared_redis());
     const std::string storage_key = key.to_storage_key();
@@ -109,7 +101,7 @@ TEST_CASE("redis: leases and retention are whole milliseconds rounded up, never 
     CHECK(pexpire_milliseconds(duration::max()) == 9'223'372'036'855);
 
     // A one-nanosecond lease is a real (1 ms) lease: the key is taken, then free again.
-    redis_store store(shared_options());
+    redis_store store(test::shared_redis_options());
     const record_key key(fresh_namespace(), "tiny");
     auto r = store.try_reserve(key, "fp", 1ns);
     REQUIRE(r.status == status::reserved);
@@ -120,7 +112,7 @@ TEST_CASE("redis: leases and retention are whole milliseconds rounded up, never 
 TEST_CASE("redis: the key prefix and the database number separate ledgers") {
     const std::string name_space = fresh_namespace();
     const record_key key(name_space, scope::user("u"), "k");
-    auto options = shared_options();
+    auto options = test::shared_redis_options();
     redis_store plain(options);
     options.key_prefix = "app1:";
     redis_store prefixed(options);
@@ -143,7 +135,7 @@ TEST_CASE("redis: the key prefix and the database number separate ledgers") {
 }
 
 TEST_CASE("redis: a key holding something this store did not write is corrupt_record, left untouched") {
-    redis_store store(shared_options());
+    redis_store store(test::shared_redis_options());
     const record_key string_key(fresh_namespace(), scope::tenant("secret-tenant"), "secret-key");
     const record_key foreign_hash(fresh_namespace(), "foreign");
     test::redis_client raw(test::shared_redis());
@@ -244,7 +236,7 @@ TEST_CASE("redis: an unreachable server is a typed connection_lost error, never 
 }
 
 TEST_CASE("redis: one connection serves many threads, each key reserved and completed once") {
-    auto options = shared_options();
+    auto options = test::shared_redis_options();
     options.pool_size = 1;
     redis_store store(options);
     const std::string name_space = fresh_namespace();
