@@ -1,0 +1,77 @@
+// idem/redis_store.hpp: a record store on Redis, one key ledger shared by every instance.
+//
+// For side effects with no database transaction to join (a call to another
+// service, a webhook, a message to publish) and keys that live minutes to days.
+// Each operation is one Lua script on one key, so it is atomic and Redis Cluster
+// safe; leases and retention are Redis TTLs, so an expired entry is simply gone.
+//
+//   idem::redis_options options;
+//   options.host = "redis.internal";
+//   options.password = secret;
+//   auto store = std::make_shared<idem::redis_store>(options);
+//   auto r = store->try_reserve(key, fingerprint, std::chrono::minutes(2));
+//
+// A store holds a small pool of connections that any number of threads share.
+// While the server is unreachable every call throws idem::store_error with
+// is_connection_lost(); broken connections are dropped and the next call
+// connects anew, so the store recovers by itself once the server is back.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "idem/record_store.hpp"
+
+namespace idem {
+
+namespace redis_detail {
+class connection_pool;
+}
+
+struct redis_options {
+    std::string host = "127.0.0.1";
+    int port = 6379;
+    std::string unix_socket;  // a socket path: used instead of host and port
+    std::string user;         // ACL user name (Redis 6 or later); empty: the default user
+    std::string password;     // empty: no AUTH
+    int database = 0;         // selected on every new connection
+    // Zero means no limit. A command that times out drops its connection: its outcome is unknown.
+    std::chrono::milliseconds connect_timeout{2000};
+    std::chrono::milliseconds command_timeout{2000};
+    // Connections opened at most. Further callers wait for a free one, at most
+    // connect_timeout + command_timeout (then store_error, timeout).
+    std::size_t pool_size = 8;
+    // Every Redis key is record_key::to_storage_key(key_prefix).
+    std::string key_prefix{record_key::default_prefix};
+};
+
+class redis_store final : public record_store {
+public:
+    // Checks the options (std::invalid_argument naming each bad field); connects on first use.
+    explicit redis_store(redis_options options = {});
+    ~redis_store() override;
+    redis_store(const redis_store&) = delete;
+    redis_store& operator=(const redis_store&) = delete;
+
+    // One round trip (PING): throws store_error when the server cannot be reached or
+    // rejects the credentials. Useful at startup, to fail early on bad settings.
+    void ping();
+
+    [[nodiscard]] store_traits traits() const noexcept override;
+
+protected:
+    reservation do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) override;
+    bool do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                     std::string_view payload, duration retention) override;
+    bool do_release(const record_key& key, std::string_view token) override;
+    // Redis drops expired keys itself: nothing to do, returns 0.
+    std::size_t do_purge_expired(std::size_t limit) override;
+
+private:
+    std::string prefix_;
+    std::unique_ptr<redis_detail::connection_pool> pool_;
+};
+
+}  // namespace idem

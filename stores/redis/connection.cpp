@@ -1,0 +1,144 @@
+#include "connection.hpp"
+
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <new>
+#include <stdexcept>
+#include <vector>
+
+#include "sigpipe_guard.hpp"
+
+namespace idem::redis_detail {
+namespace {
+
+// hiredis's argv form: pointers and lengths, so every argument is binary-safe.
+class argument_vector {
+public:
+    explicit argument_vector(std::span<const std::string_view> args) : count_(args.size()) {
+        if (args.size() > max_args) throw std::logic_error("idem: too many redis arguments");
+        for (std::size_t i = 0; i < args.size(); ++i) {
+            values_[i] = args[i].data();
+            lengths_[i] = args[i].size();
+        }
+    }
+    [[nodiscard]] int count() const noexcept { return static_cast<int>(count_); }
+    [[nodiscard]] const char** values() noexcept { return values_.data(); }
+    [[nodiscard]] const std::size_t* lengths() const noexcept { return lengths_.data(); }
+
+private:
+    static constexpr std::size_t max_args = 8;
+    std::size_t count_;
+    std::array<const char*, max_args> values_{};
+    std::array<std::size_t, max_args> lengths_{};
+};
+
+timeval to_timeval(std::chrono::milliseconds ms) noexcept {
+    return {static_cast<time_t>(ms.count() / 1000), static_cast<suseconds_t>(ms.count() % 1000 * 1000)};
+}
+
+std::string endpoint(const redis_options& o) {
+    return o.unix_socket.empty() ? o.host + ":" + std::to_string(o.port) : o.unix_socket;
+}
+
+store_failure failure_of(std::string_view code) noexcept {
+    if (code == "WRONGTYPE") return store_failure::corrupt_record;
+    // The server is there but cannot answer yet: loading its data, running a slow script, failing over.
+    if (code == "LOADING" || code == "BUSY" || code == "TRYAGAIN" || code == "MASTERDOWN" || code == "CLUSTERDOWN")
+        return store_failure::timeout;
+    // A Redis Cluster node that does not own the key: this client does not follow redirections.
+    if (code == "MOVED" || code == "ASK" || code == "CROSSSLOT") return store_failure::unsupported;
+    return store_failure::other;
+}
+
+}  // namespace
+
+std::unique_ptr<connection> connection::open(const redis_options& options) {
+    const timeval connect_limit = to_timeval(options.connect_timeout);
+    const bool bounded = options.connect_timeout.count() > 0;
+    redisContext* context = nullptr;
+    if (!options.unix_socket.empty())
+        context = bounded ? redisConnectUnixWithTimeout(options.unix_socket.c_str(), connect_limit)
+                          : redisConnectUnix(options.unix_socket.c_str());
+    else
+        context = bounded ? redisConnectWithTimeout(options.host.c_str(), options.port, connect_limit)
+                          : redisConnect(options.host.c_str(), options.port);
+    if (context == nullptr) throw std::bad_alloc();
+    std::unique_ptr<connection> c(new connection(context));
+    if (context->err != 0)
+        throw store_error(store_failure::connection_lost,
+                          "cannot connect to " + endpoint(options) + ": " + context->errstr);
+    // A zero timeval clears the socket timeouts: blocking without limit, as asked.
+    if (redisSetTimeout(context, to_timeval(options.command_timeout)) != REDIS_OK ||
+        (options.unix_socket.empty() && redisEnableKeepAlive(context) != REDIS_OK))
+        throw store_error(store_failure::connection_lost,
+                          "cannot configure the connection to " + endpoint(options) + ": " + context->errstr);
+
+    // AUTH and SELECT go out together; their replies come back in order.
+    const std::string database = std::to_string(options.database);
+    std::vector<std::vector<std::string_view>> setup;
+    if (!options.password.empty())
+        setup.push_back(options.user.empty() ? std::vector<std::string_view>{"AUTH", options.password}
+                                             : std::vector<std::string_view>{"AUTH", options.user, options.password});
+    if (options.database != 0) setup.push_back({"SELECT", database});
+    if (setup.empty()) return c;
+
+    sigpipe_guard guard;
+    for (const auto& args : setup) {
+        argument_vector argv(args);
+        if (redisAppendCommandArgv(context, argv.count(), argv.values(), argv.lengths()) != REDIS_OK) c->fail();
+    }
+    for (const auto& args : setup) {
+        void* raw = nullptr;
+        if (redisGetReply(context, &raw) != REDIS_OK) c->fail();
+        const reply r(static_cast<redisReply*>(raw));
+        if (r->type == REDIS_REPLY_ERROR)
+            throw_reply_error(*r, std::string(args[0]) + " refused by " + endpoint(options));
+    }
+    return c;
+}
+
+connection::~connection() { redisFree(context_); }
+
+reply connection::command(std::span<const std::string_view> args) {
+    argument_vector argv(args);
+    sigpipe_guard guard;
+    void* raw = redisCommandArgv(context_, argv.count(), argv.values(), argv.lengths());
+    if (raw == nullptr) fail();
+    return reply(static_cast<redisReply*>(raw));
+}
+
+void connection::fail() {
+    const int saved_errno = errno;
+    broken_ = true;
+    const bool timed_out = context_->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK);
+    throw store_error(store_failure::connection_lost,
+                      timed_out ? std::string("no reply within the command timeout")
+                                : std::string("connection lost: ") + context_->errstr);
+}
+
+bool connection::idle_and_open() const noexcept {
+    if (broken_ || context_->err != 0) return false;
+    char byte = 0;
+    const ssize_t n = recv(context_->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    // 0: the server closed it; data: a reply nobody asked for; an error: reset.
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+std::string_view error_code(const redisReply& r) noexcept {
+    const std::string_view text(r.str, r.len);
+    return text.substr(0, text.find(' '));
+}
+
+void throw_reply_error(const redisReply& r, std::string_view what) {
+    const std::string_view code = error_code(r);
+    // Redis quotes the arguments it echoes (keys, payloads): keep only the text before them.
+    std::string_view text(r.str, r.len);
+    text = text.substr(0, std::min<std::size_t>(text.find('\''), 200));
+    throw store_error(failure_of(code), std::string(what) + ": " + std::string(text), std::string(code));
+}
+
+}  // namespace idem::redis_detail

@@ -1,0 +1,59 @@
+#include "scripts.hpp"
+
+#include <span>
+
+#include "internal/crypto.hpp"
+
+namespace idem::redis_detail {
+namespace {
+
+script make(std::string_view body) {
+    return {body, detail::hex(detail::sha1(std::as_bytes(std::span(body.data(), body.size()))))};
+}
+
+}  // namespace
+
+const script& reserve_script() {
+    static const script s = make(R"lua(
+local e = redis.call('HMGET', KEYS[1], 't', 'f', 'p')
+if e[1] and e[2] then
+  if e[2] ~= ARGV[2] then return {3} end
+  if e[3] then return {2, e[3]} end
+  return {1}
+end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {4} end
+redis.call('HSET', KEYS[1], 't', ARGV[1], 'f', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {0}
+)lua");
+    return s;
+}
+
+const script& complete_script() {
+    static const script s = make(R"lua(
+local e = redis.call('HMGET', KEYS[1], 't', 'p')
+if e[1] then
+  if e[2] or e[1] ~= ARGV[1] then return 0 end
+elseif redis.call('EXISTS', KEYS[1]) == 1 then
+  return 2
+end
+redis.call('HSET', KEYS[1], 't', ARGV[1], 'f', ARGV[2], 'p', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+)lua");
+    return s;
+}
+
+const script& release_script() {
+    static const script s = make(R"lua(
+local e = redis.call('HMGET', KEYS[1], 't', 'p')
+if e[1] == ARGV[1] and not e[2] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+)lua");
+    return s;
+}
+
+}  // namespace idem::redis_detail

@@ -1,0 +1,37 @@
+// The Lua scripts of the Redis store: one per operation, each on one key.
+//
+// An entry is a hash: t (token), f (fingerprint) and, once completed, p (the
+// payload, possibly empty). Lease and retention are the key's PEXPIRE, so an
+// expired entry is simply absent. A key that holds anything else is reported,
+// never overwritten.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "idem/clock.hpp"
+
+namespace idem::redis_detail {
+
+struct script {
+    std::string_view body;
+    std::string sha1;  // lowercase hex, what EVALSHA names it by
+};
+
+// KEYS[1] entry; ARGV token, fingerprint, lease ms.
+// Returns {0} reserved, {1} in flight, {2, payload} completed, {3} fingerprint mismatch, {4} foreign key.
+const script& reserve_script();
+// KEYS[1] entry; ARGV token, fingerprint, payload, retention ms. Returns 1 stored, 0 refused, 2 foreign key.
+const script& complete_script();
+// KEYS[1] entry; ARGV token. Returns 1 removed, 0 refused.
+const script& release_script();
+
+// A lease or retention as PEXPIRE takes it: whole milliseconds, rounded up, so a
+// positive span never becomes 0 (which would delete the entry on the spot).
+[[nodiscard]] constexpr std::int64_t pexpire_milliseconds(duration span) noexcept {
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(span).count();
+    return ms < 1 ? 1 : ms;
+}
+
+}  // namespace idem::redis_detail

@@ -1,0 +1,89 @@
+// A separate process for the Redis tests that need more than one.
+//
+//   redis_worker race HOST PORT NAMESPACE THREADS
+//       prints "ready", then for each line "R" on stdin races THREADS threads to
+//       reserve key "race-R" and prints "R reserved in_flight errors".
+//   redis_worker hold-server
+//       starts a throwaway redis-server, prints "PORT PID DIR" and waits to be killed.
+#include <unistd.h>
+
+#include <atomic>
+#include <barrier>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "idem/redis_store.hpp"
+#include "redis_server.hpp"
+
+namespace {
+
+int race(const std::string& host, int port, const std::string& name_space, int threads) {
+    idem::redis_options options;
+    options.host = host;
+    options.port = port;
+    options.pool_size = static_cast<std::size_t>(threads);
+    idem::redis_store store(options);
+
+    std::barrier go(threads + 1);
+    std::barrier done(threads + 1);
+    std::atomic<bool> stop{false};
+    std::string round;
+    std::atomic<int> reserved{0}, in_flight{0}, errors{0};
+    std::vector<std::jthread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&] {
+            store.ping();  // connect before the first round, so rounds race on open connections
+            for (;;) {
+                go.arrive_and_wait();
+                if (stop) return;
+                try {
+                    const auto r = store.try_reserve(idem::record_key(name_space, "race-" + round), "fp",
+                                                     std::chrono::minutes(1));
+                    if (r.status == idem::reservation_status::reserved) ++reserved;
+                    if (r.status == idem::reservation_status::in_flight) ++in_flight;
+                } catch (const std::exception& e) {
+                    std::cerr << "redis_worker: " << e.what() << '\n';
+                    ++errors;
+                }
+                done.arrive_and_wait();
+            }
+        });
+    }
+    std::cout << "ready" << std::endl;
+    while (std::getline(std::cin, round)) {
+        reserved = in_flight = errors = 0;
+        go.arrive_and_wait();
+        done.arrive_and_wait();
+        std::cout << round << ' ' << reserved << ' ' << in_flight << ' ' << errors << std::endl;
+    }
+    stop = true;
+    go.arrive_and_wait();
+    return 0;
+}
+
+int hold_server() {
+    idem::test::redis_server server;
+    std::cout << server.port() << ' ' << server.process().pid() << ' ' << server.process().dir().string() << std::endl;
+    std::string ignored;
+    while (std::getline(std::cin, ignored)) {
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    try {
+        if (args.size() == 5 && args[0] == "race")
+            return race(args[1], std::stoi(args[2]), args[3], std::stoi(args[4]));
+        if (args.size() == 1 && args[0] == "hold-server") return hold_server();
+    } catch (const std::exception& e) {
+        std::cerr << "redis_worker: " << e.what() << '\n';
+        return 1;
+    }
+    std::cerr << "usage: redis_worker race HOST PORT NAMESPACE THREADS | redis_worker hold-server\n";
+    return 2;
+}
