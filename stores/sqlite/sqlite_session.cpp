@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "idem/sqlite_store.hpp"
@@ -42,14 +43,30 @@ const char* synchronous_pragma(sqlite_synchronous level) {
     throw std::invalid_argument("idem: unknown sqlite_synchronous level");
 }
 
-void set_wal(detail::sqlite::database* db) {
-    detail::sqlite::statement journal(db, "PRAGMA journal_mode = WAL", "setting the WAL journal mode");
-    detail::sqlite::statement_use use(journal);
-    // The pragma answers with the mode in force: anything but "wal" (an
-    // in-memory database, a read-only file) cannot give concurrent writers.
+std::string journal_mode(detail::sqlite::database* db, const char* sql) {
+    detail::sqlite::statement pragma(db, sql, "setting the WAL journal mode");
+    detail::sqlite::statement_use use(pragma);
     const auto mode = use->step() ? use->column_text(0) : std::nullopt;
-    if (!mode || *mode != "wal")
-        throw store_error(store_failure::unsupported, "idem: the SQLite database cannot use the WAL journal mode");
+    return mode ? std::string(*mode) : std::string();
+}
+
+// Switching a new file to WAL needs an exclusive lock, and SQLite does not call
+// the busy handler for it when that could deadlock (another connection opening
+// the same new file), so retry here within the busy timeout.
+void set_wal(detail::sqlite::database* db, std::chrono::milliseconds busy_timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + busy_timeout;
+    for (;;) {
+        try {
+            if (journal_mode(db, "PRAGMA journal_mode") == "wal") return;
+            // The pragma answers with the mode in force: anything but "wal" (an
+            // in-memory database, a read-only file) cannot give concurrent writers.
+            if (journal_mode(db, "PRAGMA journal_mode = WAL") == "wal") return;
+            throw store_error(store_failure::unsupported, "idem: the SQLite database cannot use the WAL journal mode");
+        } catch (const store_error& e) {
+            if (e.failure() != store_failure::timeout || std::chrono::steady_clock::now() >= deadline) throw;
+        }
+        std::this_thread::sleep_for(1ms);
+    }
 }
 
 }  // namespace
@@ -60,7 +77,7 @@ void configure_sqlite_session(soci::session& session, const sqlite_connection_op
     const auto timeout = static_cast<std::uintptr_t>(options.busy_timeout.count());
     // First, so that the pragmas below wait for a concurrent opener too.
     sqlite_api::sqlite3_busy_handler(db, wait_while_busy, reinterpret_cast<void*>(timeout));
-    set_wal(db);
+    set_wal(db, options.busy_timeout);
     detail::sqlite::execute(db, synchronous_pragma(options.synchronous), "setting the synchronous level");
 }
 
