@@ -17,7 +17,11 @@
 //   });
 //
 // SQLite serialises writers: a duplicate of a running transaction waits (up to
-// the busy timeout) for its commit, then sees the completed record.
+// the busy timeout) for its commit, then sees the completed record. For the
+// same reason the detached view, called on a thread that has a runner's
+// transaction open on the store's file (and so holds its only write lock),
+// joins that transaction behind a savepoint instead of waiting for itself:
+// its writes then commit or roll back with that transaction.
 #pragma once
 
 #include <chrono>

@@ -3,12 +3,17 @@
 #include <exception>
 #include <stdexcept>
 #include <unordered_map>
+#include <vector>
 
 #include "idem/error.hpp"
+#include "sql/open_transactions.hpp"
 #include "sql/sql_connection.hpp"
 
 namespace idem {
 namespace {
+
+// Runners begin and end a transaction on the same thread (run() is synchronous).
+thread_local std::vector<transaction*> open_on_this_thread;
 
 std::string postgresql_begin(isolation_level level) {
     switch (level) {
@@ -68,7 +73,9 @@ public:
     [[nodiscard]] bool ran() const noexcept { return ran_; }
 
     void begin() {
+        open_on_this_thread.reserve(open_on_this_thread.size() + 1);  // close() must not allocate
         connection_->begin();
+        open_on_this_thread.push_back(this);
         open_ = ran_ = true;
         state_ = transaction_state::active;
         depth_ = 0;
@@ -137,6 +144,7 @@ private:
     }
 
     void close(transaction_state final_state) noexcept {
+        std::erase(open_on_this_thread, this);
         open_ = false;
         state_ = final_state;
         depth_ = 0;
@@ -153,6 +161,8 @@ private:
 
     friend class transaction_runner;
 };
+
+std::span<transaction* const> detail::open_transactions() noexcept { return open_on_this_thread; }
 
 transaction_runner::transaction_runner(soci::session& session, transaction_options options)
     : impl_(std::make_unique<impl>(session, options)) {}

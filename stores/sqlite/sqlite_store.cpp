@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "sql/migrations.hpp"
+#include "sql/open_transactions.hpp"
 #include "sqlite_pool.hpp"
 #include "sqlite_records.hpp"
 
@@ -48,9 +49,14 @@ struct sqlite_store::impl {
         file = file_of(sqlite::native_handle(pool.acquire()->session));
     }
 
-    // Runs `work` on one of the store's connections in its own transaction.
+    // Runs `work` on one of the store's connections in its own transaction, or,
+    // when this thread holds a transaction on the store's file (and with it the
+    // only write lock), inside that one behind a savepoint: a connection of its
+    // own would wait for that very lock until the busy timeout.
     template <class Work>
     auto detached(Work&& work) {
+        if (transaction* open = open_on_this_file())
+            return open->savepoint([&] { return work(statements(*open)); });
         auto c = pool.acquire();
         try {
             return c->runner->run([&](transaction& tx) { return work(statements(tx)); });
@@ -59,6 +65,15 @@ struct sqlite_store::impl {
             if (c->runner->last_state() == transaction_state::in_doubt) c.discard();
             throw;
         }
+    }
+
+    [[nodiscard]] transaction* open_on_this_file() const {
+        const auto open = detail::open_transactions();
+        for (auto it = open.rbegin(); it != open.rend(); ++it) {
+            transaction* tx = *it;
+            if (tx->dialect() == sql_dialect::sqlite && file_of(sqlite::native_handle(tx->session())) == file) return tx;
+        }
+        return nullptr;
     }
 
     // The statements of the connection `tx` runs on, prepared on first use.

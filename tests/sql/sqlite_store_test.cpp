@@ -318,3 +318,41 @@ TEST_CASE("sqlite store: expiry follows the injected clock, and purge spares liv
     });
     CHECK(f.store.try_reserve(bank::transfer_key("lease"), bank::fingerprint, 1min).payload == "late");
 }
+
+TEST_CASE("sqlite store: the detached view joins this thread's open transaction on the same file") {
+    fixture f;
+    // SQLite's one write lock is held by the open transaction: a connection of
+    // the store's own would wait for it until the busy timeout.
+    const auto started = std::chrono::steady_clock::now();
+    CHECK_THROWS_AS(f.runner->run([&](transaction&) {
+        auto r = f.store.try_reserve(bank::transfer_key("j-1"), bank::fingerprint, 1min);
+        CHECK(r.status == reservation_status::reserved);
+        throw business_failure();
+    }),
+                    business_failure);
+    CHECK(std::chrono::steady_clock::now() - started < 1s);
+    CHECK(f.detached_status("j-1") == reservation_status::reserved);  // it rolled back with the transaction
+
+    // Behind a savepoint: a failing detached call does not fail the transaction.
+    f.session << "CREATE TEMP TRIGGER refuse_records BEFORE INSERT ON idem_records BEGIN SELECT RAISE(ABORT, 'refused'); END";
+    f.runner->run([&](transaction& tx) {
+        bank::move_money(tx.session(), "j-2", 10);
+        CHECK_THROWS_AS((void)f.store.try_reserve(bank::transfer_key("j-2"), bank::fingerprint, 1min), idem::store_error);
+        CHECK(tx.state() == idem::transaction_state::active);
+    });
+    CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == 1);
+}
+
+TEST_CASE("sqlite store: a transaction on another file does not capture the detached view") {
+    fixture f;
+    soci::session elsewhere;
+    idem::open_sqlite_session(elsewhere, f.dir.file("other.db"), fast);
+    idem::transaction_runner runner{elsewhere};
+    CHECK_THROWS_AS(runner.run([&](transaction&) {
+        auto r = f.store.try_reserve(bank::transfer_key("j-3"), bank::fingerprint, 1min);
+        CHECK(r.status == reservation_status::reserved);
+        throw business_failure();
+    }),
+                    business_failure);
+    CHECK(f.detached_status("j-3") == reservation_status::in_flight);  // committed on the store's own connection
+}
