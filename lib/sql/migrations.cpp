@@ -2,7 +2,6 @@
 
 #include <soci/soci.h>
 
-#include <algorithm>
 #include <set>
 
 #include "idem/error.hpp"
