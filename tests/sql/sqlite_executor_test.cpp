@@ -9,8 +9,8 @@
 
 #include "bank.hpp"
 #include "idem/executor.hpp"
-#include "support/recording_sink.hpp"
-#include "support/temp_dir.hpp"
+#include "recording_sink.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -25,8 +25,8 @@ struct business_failure : std::runtime_error {
 };
 
 struct fixture {
-    idem::test::temp_dir dir{"idem-sqlite-executor"};
-    std::string db = dir.file("bank.db");
+    idem::test::temp_dir dir{"sqlite-executor"};
+    std::string db = (dir.path() / "bank.db").string();
     idem::sqlite_connection_options connection{2s, idem::sqlite_synchronous::normal};
     std::shared_ptr<idem::sqlite_store> store =
         std::make_shared<idem::sqlite_store>(idem::sqlite_store_options{.path = db, .connection = connection});

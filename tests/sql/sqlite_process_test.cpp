@@ -35,13 +35,24 @@ struct bank_file {
 };
 
 std::unique_ptr<child_process> start(const std::vector<std::string>& args) {
-    return std::make_unique<child_process>(idem::test::spawn_options{.argv = args, .pipe_stdin = true, .pipe_stdout = true});
+    idem::test::spawn_options spawn;
+    spawn.argv = args;
+    spawn.pipe_stdin = true;
+    spawn.pipe_stdout = true;
+    return std::make_unique<child_process>(std::move(spawn));
 }
 
 std::vector<std::unique_ptr<child_process>> spawn(int n, const std::vector<std::string>& args) {
     std::vector<std::unique_ptr<child_process>> children;
     for (int i = 0; i < n; ++i) children.push_back(start(args));
     return children;
+}
+
+// Starts every worker at one instant a little ahead, once all have opened the database.
+void go(std::vector<std::unique_ptr<child_process>>& children) {
+    const auto at = std::chrono::system_clock::now() + 300ms;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+    for (auto& c : children) c->write("go " + std::to_string(ns) + "\n");
 }
 
 std::string line_of(child_process& c) {
@@ -62,17 +73,19 @@ TEST_CASE("4 processes x 8 threads racing the same transfers move the money exac
     bank_file f;
     const int processes = 4;
     const int threads = 8;
-    const int rounds = 25;  // transfer keys; every thread of every process tries each of them
+    const int rounds = 100;  // transfer keys; every thread of every process tries each of them
     auto children = spawn(processes, {worker, "transfer", f.db, std::to_string(threads), std::to_string(rounds)});
-    const auto started = std::chrono::steady_clock::now();
-    for (auto& c : children) c->write("go\n");
+    go(children);
+    const auto started = std::chrono::steady_clock::now() + 300ms;
 
     long long executed = 0, replayed = 0, other = 0, errors = 0;
+    std::string per_process;
     for (auto& c : children) {
         std::istringstream line(line_of(*c));
         long long e = -1, r = -1, o = -1, x = -1;
         line >> e >> r >> o >> x;
         executed += e;
+        per_process += " " + std::to_string(e);
         replayed += r;
         other += o;
         errors += x;
@@ -80,7 +93,8 @@ TEST_CASE("4 processes x 8 threads racing the same transfers move the money exac
     }
     const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
     MESSAGE(processes << " processes x " << threads << " threads x " << rounds << " transfers: " << executed
-                      << " executed, " << replayed << " replayed in " << elapsed.count() << " ms");
+                      << " executed (per process:" << per_process << "), " << replayed << " replayed in "
+                      << elapsed.count() << " ms");
 
     CHECK(errors == 0);
     CHECK(other == 0);  // inside the transaction a duplicate waits for the commit: never in flight
@@ -121,7 +135,7 @@ TEST_CASE("migrations started by several processes at once are applied exactly o
     idem::test::temp_dir dir{"sqlite-migrate"};
     const std::string db = (dir.path() / "fresh.db").string();
     auto children = spawn(4, {worker, "migrate", db});
-    for (auto& c : children) c->write("go\n");
+    go(children);
     int applied = 0;
     for (auto& c : children) {
         std::istringstream line(line_of(*c));

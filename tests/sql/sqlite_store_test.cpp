@@ -346,7 +346,7 @@ TEST_CASE("sqlite store: the detached view joins this thread's open transaction 
 TEST_CASE("sqlite store: a transaction on another file does not capture the detached view") {
     fixture f;
     soci::session elsewhere;
-    idem::open_sqlite_session(elsewhere, f.dir.file("other.db"), fast);
+    idem::open_sqlite_session(elsewhere, (f.dir.path() / "other.db").string(), fast);
     idem::transaction_runner runner{elsewhere};
     CHECK_THROWS_AS(runner.run([&](transaction&) {
         auto r = f.store.try_reserve(bank::transfer_key("j-3"), bank::fingerprint, 1min);

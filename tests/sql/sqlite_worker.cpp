@@ -1,8 +1,8 @@
 // A child process for the multi-process SQLite tests.
 //
-//   sqlite_worker transfer <db> <threads> <rounds>  race transfers once "go" arrives on stdin
+//   sqlite_worker transfer <db> <threads> <rounds>  race transfers at the instant "go <t>" on stdin names
 //   sqlite_worker crash <db> <key>                  write a transfer, print "written", wait to be killed
-//   sqlite_worker migrate <db>                      migrate once "go" arrives; print what it applied
+//   sqlite_worker migrate <db>                      migrate at that instant; print what it applied
 #include <unistd.h>
 
 #include <atomic>
@@ -30,9 +30,13 @@ idem::sqlite_store open_store(const std::string& db, bool migrate_on_open = true
     return idem::sqlite_store(options);
 }
 
+// "go <t>": start at t (system_clock nanoseconds since the epoch), the same
+// instant in every worker, so that no process gets a head start.
 void await_go() {
-    std::string line;
-    if (!std::getline(std::cin, line) || line != "go") std::exit(3);
+    std::string word;
+    long long start = 0;
+    if (!(std::cin >> word >> start) || word != "go") std::exit(3);
+    std::this_thread::sleep_until(std::chrono::system_clock::time_point(std::chrono::nanoseconds(start)));
 }
 
 int transfer(const std::string& db, int threads, int rounds) {
