@@ -1,0 +1,98 @@
+// idem/sqlite_store.hpp: records in a SQLite database, in your transactions.
+//
+// The store keeps one row per record key (keyed by the SHA-256 of its storage
+// key) in the database your business data lives in. Inside a transaction the
+// record commits or rolls back with your writes; the plain record_store calls
+// (the detached view) use the store's own connections:
+//
+//   idem::sqlite_store store{{.path = "app.db"}};   // WAL, busy timeout, schema migrated
+//   soci::session session;
+//   idem::open_sqlite_session(session, "app.db");  // your connection, configured the same way
+//   idem::transaction_runner runner{session};
+//   runner.run([&](idem::transaction& tx) {
+//       auto r = store.try_reserve(tx, key, fingerprint, std::chrono::minutes(1));
+//       if (r.status != idem::reservation_status::reserved) return;
+//       tx.session() << "UPDATE accounts SET balance = balance - 10 WHERE id = 'alice'";
+//       (void)store.complete(tx, key, r.token, fingerprint, "receipt", std::chrono::hours(24));
+//   });
+//
+// SQLite serialises writers: a duplicate of a running transaction waits (up to
+// the busy timeout) for its commit, then sees the completed record. For the
+// same reason the detached view, called on a thread that has a runner's
+// transaction open on the store's file (and so holds its only write lock),
+// joins that transaction behind a savepoint instead of waiting for itself:
+// its writes then commit or roll back with that transaction.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "idem/clock.hpp"
+#include "idem/transactional_record_store.hpp"
+
+namespace idem {
+
+enum class sqlite_synchronous { off, normal, full, extra };
+
+struct sqlite_connection_options {
+    // How long a writer waits for the write lock before store_error(timeout).
+    std::chrono::milliseconds busy_timeout{5000};
+    // In WAL mode `normal` survives a crash of the process but may lose the
+    // last commits on power loss; `full` does not.
+    sqlite_synchronous synchronous = sqlite_synchronous::full;
+};
+
+// Opens (creating it if missing) the database at `path` in `session` and
+// configures it as below. store_error when it cannot be opened.
+void open_sqlite_session(soci::session& session, const std::string& path, const sqlite_connection_options& options = {});
+// Configures a connected sqlite3 session the way the store configures its own:
+// WAL journal, the busy timeout (a handler that polls finely, so in-process
+// writers do not sleep for whole milliseconds) and the synchronous level.
+void configure_sqlite_session(soci::session& session, const sqlite_connection_options& options = {});
+
+struct sqlite_store_options {
+    std::string path;  // the database file, created if missing (not ":memory:")
+    sqlite_connection_options connection{};
+    std::size_t pool_size = 4;  // the store's own connections, opened as needed
+    bool migrate_on_open = true;
+    // Expiry decisions; stored as integer milliseconds since the Unix epoch.
+    std::shared_ptr<const clock> time = clock::system();
+};
+
+class sqlite_store final : public transactional_record_store {
+public:
+    // Opens the first connection (and migrates, unless told not to):
+    // std::invalid_argument for bad options, store_error when the database fails.
+    explicit sqlite_store(sqlite_store_options options);
+    ~sqlite_store() override;
+    sqlite_store(const sqlite_store&) = delete;
+    sqlite_store& operator=(const sqlite_store&) = delete;
+
+    // Applies pending schema migrations (migrations/sqlite) and returns their
+    // names; empty when the schema is current. Safe from several processes at once.
+    std::vector<std::string> migrate();
+
+    [[nodiscard]] const std::string& path() const noexcept;
+
+protected:
+    reservation do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) override;
+    bool do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                     std::string_view payload, duration retention) override;
+    bool do_release(const record_key& key, std::string_view token) override;
+    std::size_t do_purge_expired(std::size_t limit) override;
+
+    reservation do_try_reserve_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+                                  duration lease) override;
+    bool do_complete_in(transaction& tx, const record_key& key, std::string_view token, std::string_view fingerprint,
+                        std::string_view payload, duration retention) override;
+    bool do_release_in(transaction& tx, const record_key& key, std::string_view token) override;
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace idem

@@ -1,0 +1,106 @@
+// idem/transaction_runner.hpp: one unit of work, one database transaction.
+//
+// The runner opens a transaction on your SOCI session, hands it to the work
+// and commits when the work returns (rolls back and rethrows when it throws).
+// Business writes and a transactional store's record share that transaction:
+//
+//   idem::transaction_runner runner{session};        // one runner per session, long-lived
+//   auto receipt = runner.run([&](idem::transaction& tx) {
+//       tx.session() << "UPDATE accounts SET balance = balance - 10 WHERE id = 'alice'";
+//       return std::string("moved 10");
+//   });
+//
+// A run() inside a run() on the same runner joins the outer transaction behind
+// a savepoint: its failure undoes only its own writes. SQLite transactions
+// begin with BEGIN IMMEDIATE (writers queue up front instead of failing at
+// their first write); PostgreSQL ones with BEGIN and the chosen isolation level.
+// Statement failures of the runner itself are idem::store_error; a rollback
+// that fails leaves the transaction in doubt and throws idem::transaction_error
+// with the original exception nested. Not thread-safe, like the session.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "idem/transaction.hpp"
+
+namespace idem {
+
+enum class isolation_level { database_default, read_committed, repeatable_read, serializable };
+
+struct transaction_options {
+    // PostgreSQL only (transactional stores need read_committed there);
+    // SQLite transactions are always serializable.
+    isolation_level isolation = isolation_level::database_default;
+};
+
+class transaction_runner {
+public:
+    // The session must be connected (sqlite3 or postgresql backend) and outlive the runner.
+    explicit transaction_runner(soci::session& session, transaction_options options = {});
+    ~transaction_runner();
+    transaction_runner(const transaction_runner&) = delete;
+    transaction_runner& operator=(const transaction_runner&) = delete;
+
+    // Runs work(transaction&) in a transaction: committed when it returns,
+    // rolled back (and the exception rethrown) when it throws. Returns its result.
+    template <class Work>
+    std::invoke_result_t<Work&, transaction&> run(Work&& work) {
+        return run(std::forward<Work>(work), always_commit{});
+    }
+
+    // As above, but commits only when should_commit(result) (should_commit()
+    // for void work) is true; otherwise rolls back and still returns the result.
+    template <class Work, class ShouldCommit>
+    std::invoke_result_t<Work&, transaction&> run(Work&& work, ShouldCommit&& should_commit);
+
+    [[nodiscard]] soci::session& session() const noexcept;
+    [[nodiscard]] sql_dialect dialect() const noexcept;
+    [[nodiscard]] bool in_transaction() const noexcept;
+    // The open transaction's state, else the last one's; empty before the first run.
+    [[nodiscard]] std::optional<transaction_state> last_state() const noexcept;
+
+private:
+    struct always_commit {
+        template <class... Result>
+        bool operator()(const Result&...) const noexcept {
+            return true;
+        }
+    };
+
+    class impl;
+
+    // Opens the outermost transaction, or a savepoint (named in `savepoint`) in it.
+    transaction& enter(std::string& savepoint);
+    // Commits or rolls back the level `enter` opened.
+    void leave(const std::string& savepoint, bool commit);
+    // After an exception: rolls that level back and rethrows (nested in a
+    // transaction_error when the rollback itself fails).
+    [[noreturn]] void abandon(const std::string& savepoint);
+
+    std::unique_ptr<impl> impl_;
+};
+
+template <class Work, class ShouldCommit>
+std::invoke_result_t<Work&, transaction&> transaction_runner::run(Work&& work, ShouldCommit&& should_commit) {
+    using result_type = std::invoke_result_t<Work&, transaction&>;
+    std::string savepoint;
+    transaction& tx = enter(savepoint);
+    try {
+        if constexpr (std::is_void_v<result_type>) {
+            work(tx);
+            leave(savepoint, static_cast<bool>(should_commit()));
+        } else {
+            result_type result = work(tx);
+            leave(savepoint, static_cast<bool>(should_commit(std::as_const(result))));
+            return result;
+        }
+    } catch (...) {
+        abandon(savepoint);
+    }
+}
+
+}  // namespace idem

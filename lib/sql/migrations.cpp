@@ -1,0 +1,69 @@
+#include "sql/migrations.hpp"
+
+#include <soci/soci.h>
+
+#include <set>
+
+#include "idem/error.hpp"
+#include "sql/soci_errors.hpp"
+
+namespace idem::detail {
+namespace {
+
+// pg_advisory_xact_lock key: "idem" in ASCII. Concurrent CREATE TABLE IF NOT
+// EXISTS can fail on PostgreSQL, so every migrating process queues here first.
+constexpr const char* postgresql_lock = "SELECT pg_advisory_xact_lock(1768187245)";
+
+constexpr const char* create_versions =
+    "CREATE TABLE IF NOT EXISTS idem_schema_versions ("
+    " version INTEGER PRIMARY KEY,"
+    " name TEXT NOT NULL,"
+    " applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)";
+
+std::set<int> applied_versions(soci::session& session) {
+    std::set<int> versions;
+    soci::rowset<int> rows = (session.prepare << "SELECT version FROM idem_schema_versions");
+    for (int v : rows) versions.insert(v);
+    return versions;
+}
+
+}  // namespace
+
+std::vector<std::string> apply_migrations(transaction_runner& runner, std::span<const embedded_migration> migrations,
+                                          const script_executor& execute_script) {
+    return runner.run([&](transaction& tx) {
+        soci::session& session = tx.session();
+        std::set<int> applied;
+        try {
+            if (tx.dialect() == sql_dialect::postgresql) session << postgresql_lock;
+            session << create_versions;
+            applied = applied_versions(session);
+        } catch (...) {
+            rethrow_soci_as_store_error("reading the schema version");
+        }
+
+        const int known = migrations.empty() ? 0 : migrations.back().version;
+        if (!applied.empty() && *applied.rbegin() > known)
+            throw store_error(store_failure::schema, "idem: the database schema (version " +
+                                                         std::to_string(*applied.rbegin()) +
+                                                         ") is newer than this library (version " +
+                                                         std::to_string(known) + ")");
+
+        std::vector<std::string> done;
+        for (const auto& m : migrations) {
+            if (applied.contains(m.version)) continue;
+            execute_script(tx, m.sql);
+            try {
+                const std::string name(m.name);
+                session << "INSERT INTO idem_schema_versions (version, name) VALUES (:version, :name)",
+                    soci::use(m.version), soci::use(name);
+            } catch (...) {
+                rethrow_soci_as_store_error("recording migration " + std::string(m.name));
+            }
+            done.emplace_back(m.name);
+        }
+        return done;
+    });
+}
+
+}  // namespace idem::detail

@@ -1,0 +1,32 @@
+// How the transaction runner talks to one session: the control statements of
+// its dialect, with failures already translated to idem::store_error.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "idem/transaction_runner.hpp"
+
+namespace idem::detail {
+
+class sql_connection {
+public:
+    virtual ~sql_connection() = default;
+
+    virtual void begin() = 0;
+    virtual void commit() = 0;
+    virtual void rollback() = 0;
+    // A control statement without results (SAVEPOINT, RELEASE, ROLLBACK TO).
+    virtual void execute(const std::string& sql, std::string_view what) = 0;
+};
+
+// The dialect a connected session speaks; std::invalid_argument for anything else.
+[[nodiscard]] sql_dialect dialect_of(soci::session& session);
+
+[[nodiscard]] std::unique_ptr<sql_connection> make_soci_connection(soci::session& session, std::string begin_sql);
+#ifdef IDEM_SQL_HAVE_SQLITE
+[[nodiscard]] std::unique_ptr<sql_connection> make_sqlite_connection(soci::session& session);
+#endif
+
+}  // namespace idem::detail

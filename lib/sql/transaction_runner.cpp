@@ -1,0 +1,214 @@
+#include "idem/transaction_runner.hpp"
+
+#include <exception>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "idem/error.hpp"
+#include "sql/open_transactions.hpp"
+#include "sql/sql_connection.hpp"
+
+namespace idem {
+namespace {
+
+// Runners begin and end a transaction on the same thread (run() is synchronous).
+thread_local std::vector<transaction*> open_on_this_thread;
+
+std::string postgresql_begin(isolation_level level) {
+    switch (level) {
+        case isolation_level::read_committed: return "BEGIN ISOLATION LEVEL READ COMMITTED";
+        case isolation_level::repeatable_read: return "BEGIN ISOLATION LEVEL REPEATABLE READ";
+        case isolation_level::serializable: return "BEGIN ISOLATION LEVEL SERIALIZABLE";
+        case isolation_level::database_default: break;
+    }
+    return "BEGIN";
+}
+
+std::unique_ptr<detail::sql_connection> connect(soci::session& session, sql_dialect dialect,
+                                                const transaction_options& options) {
+    if (dialect == sql_dialect::postgresql) return detail::make_soci_connection(session, postgresql_begin(options.isolation));
+#ifdef IDEM_SQL_HAVE_SQLITE
+    return detail::make_sqlite_connection(session);
+#else
+    return detail::make_soci_connection(session, "BEGIN IMMEDIATE");
+#endif
+}
+
+// Throws a transaction_error carrying `cause` (the exception that made us roll
+// back) as its nested exception, so the caller still sees why.
+[[noreturn]] void throw_in_doubt(std::string_view what, const std::exception& failure, std::exception_ptr cause) {
+    transaction_error error("idem: " + std::string(what) + " failed, the transaction is in doubt: " + failure.what());
+    if (!cause) throw error;
+    try {
+        std::rethrow_exception(cause);
+    } catch (...) {
+        std::throw_with_nested(error);
+    }
+}
+
+}  // namespace
+
+class transaction_runner::impl final : public transaction {
+public:
+    impl(soci::session& session, const transaction_options& options)
+        : session_(session), dialect_(detail::dialect_of(session)), connection_(connect(session, dialect_, options)) {}
+
+    ~impl() override {
+        if (!open_) return;
+        // Only reachable if the runner dies inside run(): leave nothing open on the
+        // session. A destructor has no one to report a failure to.
+        try {
+            connection_->rollback();
+        } catch (...) {
+        }
+    }
+
+    soci::session& session() override { return session_; }
+    [[nodiscard]] transaction_state state() const noexcept override { return state_; }
+    [[nodiscard]] sql_dialect dialect() const noexcept override { return dialect_; }
+    std::shared_ptr<void>& connection_cache(std::uint64_t owner) override { return cache_[owner]; }
+
+    [[nodiscard]] bool open() const noexcept { return open_; }
+    [[nodiscard]] bool ran() const noexcept { return ran_; }
+
+    void begin() {
+        open_on_this_thread.reserve(open_on_this_thread.size() + 1);  // close() must not allocate
+        connection_->begin();
+        open_on_this_thread.push_back(this);
+        open_ = ran_ = true;
+        state_ = transaction_state::active;
+        depth_ = 0;
+    }
+
+    void commit() {
+        if (state_ == transaction_state::in_doubt) {
+            const transaction_error refused("idem: a savepoint could not be rolled back, so the transaction is in doubt");
+            rollback(nullptr);
+            throw refused;
+        }
+        try {
+            connection_->commit();
+        } catch (...) {
+            // A COMMIT that failed may leave the transaction open (SQLite: busy); end it.
+            rollback(std::current_exception());
+            throw;
+        }
+        close(transaction_state::committed);
+    }
+
+    // Rolls the whole transaction back; `cause` is the exception that led here, if any.
+    void rollback(std::exception_ptr cause) {
+        try {
+            connection_->rollback();
+        } catch (const std::exception& failure) {
+            close(transaction_state::in_doubt);
+            throw_in_doubt("ROLLBACK", failure, cause);
+        }
+        close(transaction_state::rolled_back);
+    }
+
+protected:
+    std::string begin_savepoint() override {
+        require_usable();
+        std::string name = "idem_savepoint_" + std::to_string(depth_ + 1);
+        connection_->execute("SAVEPOINT " + name, "SAVEPOINT");
+        ++depth_;
+        return name;
+    }
+
+    void release_savepoint(const std::string& name) override {
+        connection_->execute("RELEASE " + name, "RELEASE SAVEPOINT");
+        --depth_;
+    }
+
+    void rollback_to_savepoint(const std::string& name) override {
+        const std::exception_ptr cause = std::current_exception();
+        --depth_;
+        try {
+            connection_->execute("ROLLBACK TO " + name, "ROLLBACK TO SAVEPOINT");
+            connection_->execute("RELEASE " + name, "RELEASE SAVEPOINT");
+        } catch (const std::exception& failure) {
+            // The database may have ended the whole transaction (SQLite does on
+            // some I/O errors): what the outer work did is no longer certain.
+            state_ = transaction_state::in_doubt;
+            throw_in_doubt("ROLLBACK TO SAVEPOINT", failure, cause);
+        }
+    }
+
+private:
+    void require_usable() const {
+        if (!open_) throw std::logic_error("idem: the transaction has ended");
+        if (state_ == transaction_state::in_doubt)
+            throw transaction_error("idem: the transaction is in doubt; it can only be rolled back");
+    }
+
+    void close(transaction_state final_state) noexcept {
+        std::erase(open_on_this_thread, this);
+        open_ = false;
+        state_ = final_state;
+        depth_ = 0;
+    }
+
+    soci::session& session_;
+    sql_dialect dialect_;
+    std::unique_ptr<detail::sql_connection> connection_;
+    std::unordered_map<std::uint64_t, std::shared_ptr<void>> cache_;
+    transaction_state state_ = transaction_state::committed;
+    bool open_ = false;
+    bool ran_ = false;
+    int depth_ = 0;
+
+    friend class transaction_runner;
+};
+
+std::span<transaction* const> detail::open_transactions() noexcept { return open_on_this_thread; }
+
+transaction_runner::transaction_runner(soci::session& session, transaction_options options)
+    : impl_(std::make_unique<impl>(session, options)) {}
+
+transaction_runner::~transaction_runner() = default;
+
+soci::session& transaction_runner::session() const noexcept { return impl_->session_; }
+sql_dialect transaction_runner::dialect() const noexcept { return impl_->dialect(); }
+bool transaction_runner::in_transaction() const noexcept { return impl_->open(); }
+
+std::optional<transaction_state> transaction_runner::last_state() const noexcept {
+    if (!impl_->ran()) return std::nullopt;
+    return impl_->state();
+}
+
+transaction& transaction_runner::enter(std::string& savepoint) {
+    if (impl_->open())
+        savepoint = impl_->begin_savepoint();
+    else
+        impl_->begin();
+    return *impl_;
+}
+
+void transaction_runner::leave(const std::string& savepoint, bool commit) {
+    if (savepoint.empty()) {
+        if (commit)
+            impl_->commit();
+        else
+            impl_->rollback(nullptr);
+    } else if (commit) {
+        impl_->release_savepoint(savepoint);
+    } else {
+        impl_->rollback_to_savepoint(savepoint);
+    }
+}
+
+void transaction_runner::abandon(const std::string& savepoint) {
+    if (impl_->open()) {
+        if (!savepoint.empty()) {
+            // A failure the savepoint already reported leaves nothing to undo here.
+            if (impl_->state() == transaction_state::active) impl_->rollback_to_savepoint(savepoint);
+        } else {
+            impl_->rollback(std::current_exception());
+        }
+    }
+    throw;
+}
+
+}  // namespace idem

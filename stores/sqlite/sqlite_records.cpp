@@ -1,0 +1,136 @@
+#include "sqlite_records.hpp"
+
+#include <chrono>
+#include <limits>
+#include <string>
+
+namespace idem::detail::sqlite {
+namespace {
+
+// Expired means expires_at <= now, the same test everywhere: a row is either
+// live (and untouchable but by its token) or absent.
+constexpr std::string_view reserve_sql = R"(
+INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload, expires_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, NULL, ?7, ?8)
+ON CONFLICT (key_hash) DO UPDATE SET
+    fingerprint = excluded.fingerprint, token = excluded.token, state = 0, payload = NULL,
+    expires_at = excluded.expires_at, updated_at = excluded.updated_at
+WHERE idem_records.expires_at <= excluded.updated_at
+RETURNING 1)";
+
+constexpr std::string_view lookup_sql = R"(
+SELECT state, token, fingerprint, payload, expires_at FROM idem_records WHERE key_hash = ?1)";
+
+// A live entry with another token, or a completed one, stays as it is.
+constexpr std::string_view complete_sql = R"(
+INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload, expires_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?8, ?9)
+ON CONFLICT (key_hash) DO UPDATE SET
+    fingerprint = excluded.fingerprint, token = excluded.token, state = 1, payload = excluded.payload,
+    expires_at = excluded.expires_at, updated_at = excluded.updated_at
+WHERE idem_records.expires_at <= excluded.updated_at
+   OR (idem_records.state = 0 AND idem_records.token = excluded.token)
+RETURNING 1)";
+
+constexpr std::string_view release_sql = R"(
+DELETE FROM idem_records WHERE key_hash = ?1 AND token = ?2 AND state = 0 AND expires_at > ?3
+RETURNING 1)";
+
+constexpr std::string_view purge_sql = R"(
+DELETE FROM idem_records WHERE key_hash IN
+    (SELECT key_hash FROM idem_records WHERE expires_at <= ?1 LIMIT ?2))";
+
+void bind_identity(statement_use& s, const record_key& key) {
+    s->bind(1, key.digest());
+    s->bind_text(2, key.name_space());
+    s->bind_text(3, key.owner().text());
+    s->bind_text(4, key.key());
+}
+
+[[noreturn]] void corrupt(const record_key& key, const char* why) {
+    throw store_error(store_failure::corrupt_record, "idem: the record " + key.key_hash() + " is corrupt: " + why);
+}
+
+}  // namespace
+
+record_times times(time_point now, duration span) noexcept {
+    using std::chrono::milliseconds;
+    const std::int64_t at = std::chrono::floor<milliseconds>(now.time_since_epoch()).count();
+    // Round the span up, so a positive one never expires on the spot; saturate
+    // rather than overflow for absurdly long ones.
+    const std::int64_t length = std::max<std::int64_t>(std::chrono::ceil<milliseconds>(span).count(), 1);
+    const std::int64_t room = std::numeric_limits<std::int64_t>::max() - at;
+    return {at, at + std::min(length, room)};
+}
+
+record_statements::record_statements(database* db)
+    : reserve_(db, reserve_sql, "reserving a record"),
+      lookup_(db, lookup_sql, "reading a record"),
+      complete_(db, complete_sql, "completing a record"),
+      release_(db, release_sql, "releasing a record"),
+      purge_(db, purge_sql, "purging expired records") {}
+
+reservation record_statements::try_reserve(const record_key& key, std::string_view fingerprint,
+                                           std::string_view token, record_times t) {
+    {
+        statement_use s(reserve_);
+        bind_identity(s, key);
+        s->bind_blob(5, fingerprint);
+        s->bind_text(6, token);
+        s->bind(7, t.expires_at);
+        s->bind(8, t.now);
+        if (s->step()) return reservation::reserved(std::string(token));
+    }
+    return read_live(key, fingerprint);
+}
+
+reservation record_statements::read_live(const record_key& key, std::string_view fingerprint) {
+    statement_use s(lookup_);
+    s->bind(1, key.digest());
+    // The upsert left the row alone, so it exists and is live (in this
+    // transaction, which holds the write lock), unless it is malformed.
+    if (!s->step()) corrupt(key, "it vanished between two statements of one transaction");
+    const auto state = s->column_int(0);
+    const auto stored_token = s->column_text(1);
+    const auto stored_fingerprint = s->column_blob(2);
+    const auto payload = s->column_blob(3);
+    if (!s->column_int(4)) corrupt(key, "expires_at is not an integer");
+    if (!state || (*state != 0 && *state != 1)) corrupt(key, "unknown state");
+    if (!stored_token || stored_token->empty()) corrupt(key, "missing token");
+    if (!stored_fingerprint || stored_fingerprint->empty()) corrupt(key, "missing fingerprint");
+    if (*state == 1 && !payload) corrupt(key, "completed without a payload");
+
+    if (*stored_fingerprint != fingerprint) return reservation::fingerprint_mismatch();
+    if (*state == 1) return reservation::completed(std::string(*payload));
+    return reservation::in_flight();
+}
+
+bool record_statements::complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                                 std::string_view payload, record_times t) {
+    statement_use s(complete_);
+    bind_identity(s, key);
+    s->bind_blob(5, fingerprint);
+    s->bind_text(6, token);
+    s->bind_blob(7, payload);
+    s->bind(8, t.expires_at);
+    s->bind(9, t.now);
+    return s->step();
+}
+
+bool record_statements::release(const record_key& key, std::string_view token, std::int64_t now) {
+    statement_use s(release_);
+    s->bind(1, key.digest());
+    s->bind_text(2, token);
+    s->bind(3, now);
+    return s->step();
+}
+
+std::size_t record_statements::purge(std::int64_t now, std::size_t limit) {
+    statement_use s(purge_);
+    s->bind(1, now);
+    s->bind(2, static_cast<std::int64_t>(std::min<std::size_t>(limit, std::numeric_limits<std::int64_t>::max())));
+    (void)s->step();
+    return static_cast<std::size_t>(sqlite_api::sqlite3_changes64(db()));
+}
+
+}  // namespace idem::detail::sqlite

@@ -1,0 +1,47 @@
+// The record operations on one SQLite connection, inside a transaction the
+// caller opened: one prepared statement per operation, kept per connection.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "idem/record_store.hpp"
+#include "sql/sqlite_native.hpp"
+
+namespace idem::detail::sqlite {
+
+// Integer milliseconds since the Unix epoch, as the schema stores them.
+struct record_times {
+    std::int64_t now;
+    std::int64_t expires_at;
+};
+[[nodiscard]] record_times times(time_point now, duration span) noexcept;
+
+class record_statements {
+public:
+    explicit record_statements(database* db);
+
+    [[nodiscard]] database* db() const noexcept { return reserve_.db(); }
+
+    // Inserts a reservation, or takes over an expired entry, in one statement;
+    // only when a live entry is in the way does a second one read it.
+    [[nodiscard]] reservation try_reserve(const record_key& key, std::string_view fingerprint, std::string_view token,
+                                          record_times t);
+    // Completes the entry carrying `token`, or an absent/expired one; one statement.
+    [[nodiscard]] bool complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                                std::string_view payload, record_times t);
+    [[nodiscard]] bool release(const record_key& key, std::string_view token, std::int64_t now);
+    // Deletes up to `limit` expired rows; returns how many.
+    [[nodiscard]] std::size_t purge(std::int64_t now, std::size_t limit);
+
+private:
+    [[nodiscard]] reservation read_live(const record_key& key, std::string_view fingerprint);
+
+    statement reserve_;
+    statement lookup_;
+    statement complete_;
+    statement release_;
+    statement purge_;
+};
+
+}  // namespace idem::detail::sqlite

@@ -1,0 +1,99 @@
+// Opening and configuring SQLite connections: the store's own and the application's.
+#include <soci/session.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "idem/sqlite_store.hpp"
+#include "sql/soci_errors.hpp"
+#include "sql/sqlite_native.hpp"
+
+namespace idem {
+namespace {
+
+using namespace std::chrono_literals;
+
+// SQLite's own busy handler sleeps 1, 2, 5, 10... ms between attempts, while a
+// write transaction here usually holds the lock for tens of microseconds. This
+// one starts at 20 us and backs off to 1 ms. A thread waits on one lock at a
+// time, so the start of its current wait (count == 0) can live in the thread.
+int wait_while_busy(void* timeout_ms, int count) {
+    thread_local std::chrono::steady_clock::time_point started;
+    const auto now = std::chrono::steady_clock::now();
+    if (count == 0) started = now;
+    const auto limit = std::chrono::milliseconds(reinterpret_cast<std::uintptr_t>(timeout_ms));
+    const auto left = started + limit - now;
+    if (left <= 0s) return 0;
+    const auto pause = std::min<std::chrono::steady_clock::duration>(20us * (1 << std::min(count, 6)), 1ms);
+    std::this_thread::sleep_for(std::min(pause, left));
+    return 1;
+}
+
+const char* synchronous_pragma(sqlite_synchronous level) {
+    switch (level) {
+        case sqlite_synchronous::off: return "PRAGMA synchronous = OFF";
+        case sqlite_synchronous::normal: return "PRAGMA synchronous = NORMAL";
+        case sqlite_synchronous::full: return "PRAGMA synchronous = FULL";
+        case sqlite_synchronous::extra: return "PRAGMA synchronous = EXTRA";
+    }
+    throw std::invalid_argument("idem: unknown sqlite_synchronous level");
+}
+
+std::string journal_mode(detail::sqlite::database* db, const char* sql) {
+    detail::sqlite::statement pragma(db, sql, "setting the WAL journal mode");
+    detail::sqlite::statement_use use(pragma);
+    const auto mode = use->step() ? use->column_text(0) : std::nullopt;
+    return mode ? std::string(*mode) : std::string();
+}
+
+// Switching a new file to WAL needs an exclusive lock, and SQLite does not call
+// the busy handler for it when that could deadlock (another connection opening
+// the same new file), so retry here within the busy timeout.
+void set_wal(detail::sqlite::database* db, std::chrono::milliseconds busy_timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + busy_timeout;
+    for (;;) {
+        try {
+            if (journal_mode(db, "PRAGMA journal_mode") == "wal") return;
+            // The pragma answers with the mode in force: anything but "wal" (an
+            // in-memory database, a read-only file) cannot give concurrent writers.
+            if (journal_mode(db, "PRAGMA journal_mode = WAL") == "wal") return;
+            throw store_error(store_failure::unsupported, "idem: the SQLite database cannot use the WAL journal mode");
+        } catch (const store_error& e) {
+            if (e.failure() != store_failure::timeout || std::chrono::steady_clock::now() >= deadline) throw;
+        }
+        std::this_thread::sleep_for(1ms);
+    }
+}
+
+}  // namespace
+
+void configure_sqlite_session(soci::session& session, const sqlite_connection_options& options) {
+    if (options.busy_timeout < 0ms) throw std::invalid_argument("idem: busy_timeout must not be negative");
+    detail::sqlite::database* db = detail::sqlite::native_handle(session);
+    const auto timeout = static_cast<std::uintptr_t>(options.busy_timeout.count());
+    // First, so that the pragmas below wait for a concurrent opener too.
+    sqlite_api::sqlite3_busy_handler(db, wait_while_busy, reinterpret_cast<void*>(timeout));
+    set_wal(db, options.busy_timeout);
+    detail::sqlite::execute(db, synchronous_pragma(options.synchronous), "setting the synchronous level");
+}
+
+void open_sqlite_session(soci::session& session, const std::string& path, const sqlite_connection_options& options) {
+    if (path.empty()) throw std::invalid_argument("idem: the SQLite database path is empty");
+    // SOCI's connection string quotes with '"' and cannot escape it.
+    if (path.find('"') != std::string::npos)
+        throw std::invalid_argument("idem: the SQLite database path contains '\"'");
+    try {
+        session.open(*soci::factory_sqlite3(), "db=\"" + path + "\"");
+    } catch (const soci::sqlite3_soci_error& e) {
+        throw detail::sqlite::error(e.result(), "opening the SQLite database");
+    } catch (...) {
+        detail::rethrow_soci_as_store_error("opening the SQLite database");
+    }
+    configure_sqlite_session(session, options);
+}
+
+}  // namespace idem

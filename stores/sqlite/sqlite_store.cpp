@@ -1,0 +1,171 @@
+#include "idem/sqlite_store.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+#include "sql/migrations.hpp"
+#include "sql/open_transactions.hpp"
+#include "sqlite_pool.hpp"
+#include "sqlite_records.hpp"
+
+namespace idem {
+namespace detail {
+std::span<const embedded_migration> sqlite_migrations();  // generated from migrations/sqlite
+}
+
+namespace {
+
+namespace sqlite = detail::sqlite;
+
+// Rows purge_expired deletes per transaction: the write lock is held briefly.
+constexpr std::size_t purge_batch = 500;
+
+std::uint64_t next_store_id() {
+    static std::atomic<std::uint64_t> counter{0};
+    return ++counter;
+}
+
+sqlite_store_options checked(sqlite_store_options options) {
+    if (options.path.empty()) throw std::invalid_argument("idem: sqlite_store needs a database path");
+    if (options.path == ":memory:" || options.path.starts_with("file::memory:"))
+        throw std::invalid_argument("idem: sqlite_store needs a database file; each connection would get its own memory");
+    if (options.pool_size == 0) throw std::invalid_argument("idem: sqlite_store pool_size must be positive");
+    if (!options.time) throw std::invalid_argument("idem: sqlite_store needs a clock");
+    return options;
+}
+
+std::string file_of(sqlite::database* db) {
+    const char* name = sqlite_api::sqlite3_db_filename(db, "main");
+    return name == nullptr ? std::string() : std::string(name);
+}
+
+}  // namespace
+
+struct sqlite_store::impl {
+    explicit impl(sqlite_store_options o)
+        : options(checked(std::move(o))), pool(options.path, options.connection, options.pool_size) {
+        file = file_of(sqlite::native_handle(pool.acquire()->session));
+    }
+
+    // Runs `work` on one of the store's connections in its own transaction, or,
+    // when this thread holds a transaction on the store's file (and with it the
+    // only write lock), inside that one behind a savepoint: a connection of its
+    // own would wait for that very lock until the busy timeout.
+    template <class Work>
+    auto detached(Work&& work) {
+        if (transaction* open = open_on_this_file())
+            return open->savepoint([&] { return work(statements(*open)); });
+        auto c = pool.acquire();
+        try {
+            return c->runner->run([&](transaction& tx) { return work(statements(tx)); });
+        } catch (...) {
+            // A rollback that failed may have left the connection inside a transaction.
+            if (c->runner->last_state() == transaction_state::in_doubt) c.discard();
+            throw;
+        }
+    }
+
+    [[nodiscard]] transaction* open_on_this_file() const {
+        const auto open = detail::open_transactions();
+        for (auto it = open.rbegin(); it != open.rend(); ++it) {
+            transaction* tx = *it;
+            if (tx->dialect() == sql_dialect::sqlite && file_of(sqlite::native_handle(tx->session())) == file) return tx;
+        }
+        return nullptr;
+    }
+
+    // The statements of the connection `tx` runs on, prepared on first use.
+    sqlite::record_statements& statements(transaction& tx) {
+        sqlite::database* db = sqlite::native_handle(tx.session());
+        std::shared_ptr<void>& slot = tx.connection_cache(id);
+        auto* cached = static_cast<sqlite::record_statements*>(slot.get());
+        if (cached != nullptr && cached->db() == db) return *cached;
+        require_same_file(db);
+        auto fresh = std::make_shared<sqlite::record_statements>(db);
+        cached = fresh.get();
+        slot = std::move(fresh);
+        return *cached;
+    }
+
+    // A record written through another database than the store's would commit
+    // with the wrong data; checked once per connection.
+    void require_same_file(sqlite::database* db) const {
+        std::error_code ec;
+        const std::string other = file_of(db);
+        if (other.empty() || !std::filesystem::equivalent(other, file, ec) || ec)
+            throw std::invalid_argument("idem: the transaction's session is not on the store's database file");
+    }
+
+    [[nodiscard]] sqlite::record_times times(duration span) const { return sqlite::times(options.time->now(), span); }
+    [[nodiscard]] std::int64_t now() const { return sqlite::times(options.time->now(), duration::zero()).now; }
+
+    sqlite_store_options options;
+    sqlite::connection_pool pool;
+    std::string file;
+    const std::uint64_t id = next_store_id();
+};
+
+sqlite_store::sqlite_store(sqlite_store_options options) : impl_(std::make_unique<impl>(std::move(options))) {
+    if (impl_->options.migrate_on_open) (void)migrate();
+}
+
+sqlite_store::~sqlite_store() = default;
+
+const std::string& sqlite_store::path() const noexcept { return impl_->options.path; }
+
+std::vector<std::string> sqlite_store::migrate() {
+    auto c = impl_->pool.acquire();
+    return detail::apply_migrations(*c->runner, detail::sqlite_migrations(), [](transaction& tx, std::string_view sql) {
+        sqlite::execute(sqlite::native_handle(tx.session()), std::string(sql).c_str(), "applying a migration");
+    });
+}
+
+reservation sqlite_store::do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
+    return impl_->detached([&](sqlite::record_statements& s) {
+        return s.try_reserve(key, fingerprint, detail::new_token(), impl_->times(lease));
+    });
+}
+
+bool sqlite_store::do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                               std::string_view payload, duration retention) {
+    return impl_->detached([&](sqlite::record_statements& s) {
+        return s.complete(key, token, fingerprint, payload, impl_->times(retention));
+    });
+}
+
+bool sqlite_store::do_release(const record_key& key, std::string_view token) {
+    return impl_->detached([&](sqlite::record_statements& s) {
+        return s.release(key, token, impl_->now());
+    });
+}
+
+std::size_t sqlite_store::do_purge_expired(std::size_t limit) {
+    std::size_t purged = 0;
+    while (purged < limit) {
+        const std::size_t batch = std::min(limit - purged, purge_batch);
+        const std::size_t n = impl_->detached([&](sqlite::record_statements& s) {
+            return s.purge(impl_->now(), batch);
+        });
+        purged += n;
+        if (n < batch) break;
+    }
+    return purged;
+}
+
+reservation sqlite_store::do_try_reserve_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+                                            duration lease) {
+    return impl_->statements(tx).try_reserve(key, fingerprint, detail::new_token(), impl_->times(lease));
+}
+
+bool sqlite_store::do_complete_in(transaction& tx, const record_key& key, std::string_view token,
+                                  std::string_view fingerprint, std::string_view payload, duration retention) {
+    return impl_->statements(tx).complete(key, token, fingerprint, payload, impl_->times(retention));
+}
+
+bool sqlite_store::do_release_in(transaction& tx, const record_key& key, std::string_view token) {
+    return impl_->statements(tx).release(key, token, impl_->now());
+}
+
+}  // namespace idem

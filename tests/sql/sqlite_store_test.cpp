@@ -1,0 +1,358 @@
+// The SQLite store in the caller's transaction, its schema, and bad input.
+#include <doctest/doctest.h>
+
+#include <soci/soci.h>
+
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "bank.hpp"
+#include "idem/error.hpp"
+#include "temp_dir.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace bank = idem::test::bank;
+using idem::reservation_status;
+using idem::transaction;
+
+const idem::sqlite_connection_options fast{5s, idem::sqlite_synchronous::normal};
+
+struct fixture {
+    idem::test::temp_dir dir{"sqlite-store"};
+    std::string db = (dir.path() / "app.db").string();
+    std::shared_ptr<idem::manual_clock> clock = std::make_shared<idem::manual_clock>();
+    idem::sqlite_store store{{.path = db, .connection = fast, .time = clock}};
+    soci::session session;
+    std::unique_ptr<idem::transaction_runner> runner;
+
+    fixture() {
+        idem::open_sqlite_session(session, db, fast);
+        bank::create_schema(session);
+        runner = std::make_unique<idem::transaction_runner>(session);
+    }
+
+    [[nodiscard]] reservation_status detached_status(const std::string& key) {
+        auto r = store.try_reserve(bank::transfer_key(key), bank::fingerprint, 1min);
+        if (r.status == reservation_status::reserved) REQUIRE(store.release(bank::transfer_key(key), r.token));
+        return r.status;
+    }
+};
+
+struct business_failure : std::runtime_error {
+    business_failure() : std::runtime_error("business failure") {}
+};
+
+}  // namespace
+
+TEST_CASE("sqlite store: a commit lands the business rows and the completed record together") {
+    fixture f;
+    CHECK(bank::transfer(f.store, *f.runner, "t-1", 25) == bank::outcome::executed);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 25);
+    auto replay = f.store.try_reserve(bank::transfer_key("t-1"), bank::fingerprint, 1min);
+    CHECK(replay.status == reservation_status::completed);
+    CHECK(replay.payload == "moved 25");
+    CHECK(bank::transfer(f.store, *f.runner, "t-1", 25) == bank::outcome::replayed);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 25);
+}
+
+TEST_CASE("sqlite store: a rollback leaves no record, so a retry runs again") {
+    fixture f;
+    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
+        auto r = f.store.try_reserve(tx, bank::transfer_key("t-2"), bank::fingerprint, 1min);
+        REQUIRE(r.status == reservation_status::reserved);
+        bank::move_money(tx.session(), "t-2", 10);
+        REQUIRE(f.store.complete(tx, bank::transfer_key("t-2"), r.token, bank::fingerprint, "moved", 24h));
+        throw business_failure();  // after complete: the record goes with the data
+    }),
+                    business_failure);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_records") == 0);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == 0);
+    CHECK(f.detached_status("t-2") == reservation_status::reserved);
+    CHECK(bank::transfer(f.store, *f.runner, "t-2", 10) == bank::outcome::executed);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+}
+
+TEST_CASE("sqlite store: a failed result the predicate declines leaves no record either") {
+    fixture f;
+    const bool ok = f.runner->run(
+        [&](transaction& tx) {
+            auto r = f.store.try_reserve(tx, bank::transfer_key("t-3"), bank::fingerprint, 1min);
+            REQUIRE(r.status == reservation_status::reserved);
+            bank::move_money(tx.session(), "t-3", 10);
+            return false;  // e.g. the provider declined: roll back
+        },
+        [](bool result) { return result; });
+    CHECK_FALSE(ok);
+    CHECK(f.detached_status("t-3") == reservation_status::reserved);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance);
+}
+
+TEST_CASE("sqlite store: release inside the transaction frees the key with the rollback of its part") {
+    fixture f;
+    f.runner->run([&](transaction& tx) {
+        auto r = f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min);
+        REQUIRE(r.status == reservation_status::reserved);
+        CHECK_FALSE(f.store.release(tx, bank::transfer_key("t-4"), "other-token"));
+        CHECK(f.store.release(tx, bank::transfer_key("t-4"), r.token));
+        CHECK(f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min).status ==
+              reservation_status::reserved);
+    });
+    CHECK(f.detached_status("t-4") == reservation_status::in_flight);
+}
+
+TEST_CASE("sqlite store: a duplicate on another connection waits for the first commit, then sees it completed") {
+    fixture f;
+    std::promise<void> written;
+    std::jthread first([&] {
+        f.runner->run([&](transaction& tx) {
+            auto r = f.store.try_reserve(tx, bank::transfer_key("t-5"), bank::fingerprint, 1min);
+            REQUIRE(r.status == reservation_status::reserved);
+            bank::move_money(tx.session(), "t-5", 10);
+            written.set_value();
+            std::this_thread::sleep_for(300ms);  // the duplicate arrives now
+            REQUIRE(f.store.complete(tx, bank::transfer_key("t-5"), r.token, bank::fingerprint, "moved 10", 24h));
+        });
+    });
+    written.get_future().wait();
+
+    soci::session other;
+    idem::open_sqlite_session(other, f.db, fast);
+    idem::transaction_runner other_runner{other};
+    const auto started = std::chrono::steady_clock::now();
+    const auto outcome = bank::transfer(f.store, other_runner, "t-5", 10);
+    const auto waited = std::chrono::steady_clock::now() - started;
+    first.join();
+    CHECK(outcome == bank::outcome::replayed);
+    CHECK(waited >= 200ms);
+    MESSAGE("the duplicate waited " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
+                                    << " ms for the first commit");
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+}
+
+TEST_CASE("sqlite store: a record write that fails inside a savepoint keeps the business data") {
+    fixture f;
+    // The detached view reserves (Observe), the business commits whatever the record write does.
+    auto r = f.store.try_reserve(bank::transfer_key("t-6"), bank::fingerprint, 1min);
+    REQUIRE(r.status == reservation_status::reserved);
+    REQUIRE(f.store.release(bank::transfer_key("t-6"), r.token));
+    // This connection's record writes fail, as a lock or statement timeout would.
+    f.session << "CREATE TEMP TRIGGER refuse_records BEFORE INSERT ON idem_records BEGIN SELECT RAISE(ABORT, 'refused'); END";
+
+    f.runner->run([&](transaction& tx) {
+        bank::move_money(tx.session(), "t-6", 10);
+        try {
+            tx.savepoint([&] {
+                (void)f.store.complete(tx, bank::transfer_key("t-6"), r.token, bank::fingerprint, "moved 10", 24h);
+            });
+            FAIL("the record write succeeded");
+        } catch (const idem::store_error& e) {
+            CHECK(e.native_code() == "1811");  // SQLITE_CONSTRAINT_TRIGGER
+        }
+        CHECK(tx.state() == idem::transaction_state::active);
+    });
+    CHECK(f.runner->last_state() == idem::transaction_state::committed);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == 1);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_records") == 0);
+}
+
+TEST_CASE("sqlite store: rows are keyed by the 32-byte digest; the readable columns are informational") {
+    fixture f;
+    const idem::record_key key("orders", idem::scope::tenant("acme"), "order-17");
+    const std::string payload("\x00\x01\xff binary", 10);
+    f.runner->run([&](transaction& tx) {
+        auto r = f.store.try_reserve(tx, key, "fp", 1min);
+        REQUIRE(f.store.complete(tx, key, r.token, "fp", payload, 24h));
+    });
+    std::string ns, scope, k;
+    long long hash_bytes = 0, state = 0;
+    std::string hash_hex;
+    f.session << "SELECT namespace, scope, key, length(key_hash), hex(key_hash), state FROM idem_records",
+        soci::into(ns), soci::into(scope), soci::into(k), soci::into(hash_bytes), soci::into(hash_hex),
+        soci::into(state);
+    CHECK(ns == "orders");
+    CHECK(scope == "tenant:acme");
+    CHECK(k == "order-17");
+    CHECK(hash_bytes == 32);
+    std::string expected;
+    for (std::byte b : key.digest()) {
+        const auto v = std::to_integer<unsigned>(b);
+        expected += "0123456789ABCDEF"[v >> 4];
+        expected += "0123456789ABCDEF"[v & 15];
+    }
+    CHECK(hash_hex == expected);
+    CHECK(state == 1);
+    CHECK(f.store.try_reserve(key, "fp", 1min).payload == payload);
+}
+
+TEST_CASE("sqlite store: a transaction on another database file is refused") {
+    fixture f;
+    soci::session elsewhere;
+    idem::open_sqlite_session(elsewhere, (f.dir.path() / "other.db").string(), fast);
+    idem::transaction_runner runner{elsewhere};
+    CHECK_THROWS_AS(runner.run([&](transaction& tx) {
+        (void)f.store.try_reserve(tx, bank::transfer_key("x"), bank::fingerprint, 1min);
+    }),
+                    std::invalid_argument);
+}
+
+TEST_CASE("sqlite store: the database runs in WAL mode, the application's session too") {
+    fixture f;
+    std::string mode;
+    f.session << "PRAGMA journal_mode", soci::into(mode);
+    CHECK(mode == "wal");
+    int synchronous = -1;
+    f.session << "PRAGMA synchronous", soci::into(synchronous);
+    CHECK(synchronous == 1);  // NORMAL
+}
+
+TEST_CASE("sqlite store: migrate applies each migration once") {
+    idem::test::temp_dir dir{"sqlite-migrate"};
+    const std::string db = (dir.path() / "m.db").string();
+    idem::sqlite_store lazy{{.path = db, .connection = fast, .migrate_on_open = false}};
+    // Without the schema, the store says so.
+    try {
+        (void)lazy.try_reserve(bank::transfer_key("x"), bank::fingerprint, 1min);
+        FAIL("reserve worked without a schema");
+    } catch (const idem::store_error& e) {
+        CHECK(e.failure() == idem::store_failure::schema);
+    }
+    CHECK(lazy.migrate() == std::vector<std::string>{"0001_create_records"});
+    CHECK(lazy.migrate().empty());
+    idem::sqlite_store again{{.path = db, .connection = fast}};  // migrates on open: nothing to do
+    CHECK(again.migrate().empty());
+    CHECK(lazy.try_reserve(bank::transfer_key("x"), bank::fingerprint, 1min).status == reservation_status::reserved);
+
+    soci::session session;
+    idem::open_sqlite_session(session, db, fast);
+    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 1);
+    // A schema from a newer library is not touched.
+    session << "INSERT INTO idem_schema_versions (version, name) VALUES (9999, '9999_future')";
+    try {
+        (void)again.migrate();
+        FAIL("migrated over a newer schema");
+    } catch (const idem::store_error& e) {
+        CHECK(e.failure() == idem::store_failure::schema);
+    }
+}
+
+TEST_CASE("sqlite store: corrupted rows give corrupt_record errors that name only the key hash") {
+    fixture f;
+    const idem::record_key key("orders", idem::scope::tenant("acme"), "secret-order-key");
+    auto plant = [&](const std::string& set) {
+        f.session << "DELETE FROM idem_records";
+        auto r = f.store.try_reserve(key, "fp", 1min);
+        REQUIRE(r.status == reservation_status::reserved);
+        f.session << "PRAGMA ignore_check_constraints = ON";
+        f.session << "UPDATE idem_records SET " + set;
+        f.session << "PRAGMA ignore_check_constraints = OFF";
+    };
+    // Each breaks one rule the schema's CHECKs keep (planted with them switched off).
+    for (const std::string set : {"token = ''", "state = 7", "expires_at = 'soon'", "state = 1, payload = NULL",
+                                  "fingerprint = 'fp'"}) {
+        CAPTURE(set);
+        plant(set);
+        try {
+            (void)f.store.try_reserve(key, "fp", 1min);
+            FAIL("a corrupted row was read");
+        } catch (const idem::store_error& e) {
+            CHECK(e.failure() == idem::store_failure::corrupt_record);
+            const std::string message = e.what();
+            CHECK(message.find(key.key_hash()) != std::string::npos);
+            CHECK(message.find("secret-order-key") == std::string::npos);
+            CHECK(message.find("acme") == std::string::npos);
+        }
+    }
+    // The schema itself refuses rows idem never writes.
+    f.session << "DELETE FROM idem_records";
+    auto r = f.store.try_reserve(key, "fp", 1min);
+    CHECK_THROWS_AS(f.session << "UPDATE idem_records SET key_hash = x'00'", soci::soci_error);
+    CHECK_THROWS_AS(f.session << "UPDATE idem_records SET token = NULL", soci::soci_error);
+    CHECK_THROWS_AS(f.session << "UPDATE idem_records SET state = 1", soci::soci_error);  // completed, no payload
+    CHECK(f.store.complete(key, r.token, "fp", "", 1min));
+}
+
+TEST_CASE("sqlite store: bad paths and options give typed errors, not crashes") {
+    idem::test::temp_dir dir{"sqlite-bad"};
+    auto open = [&](const std::string& path) { idem::sqlite_store s{{.path = path, .connection = fast}}; };
+    try {
+        open((dir.path() / "missing-directory/app.db").string());
+        FAIL("opened a path in a missing directory");
+    } catch (const idem::store_error& e) {
+        CHECK(e.is_connection_lost());
+        CHECK(e.native_code() == "14");  // SQLITE_CANTOPEN
+    }
+    CHECK_THROWS_AS(open(dir.path().string()), idem::store_error);  // a directory
+    {
+        std::ofstream((dir.path() / "garbage.db").string()) << std::string(4096, 'x');
+    }
+    CHECK_THROWS_AS(open((dir.path() / "garbage.db").string()), idem::store_error);  // not a database
+    CHECK_THROWS_AS(open(""), std::invalid_argument);
+    CHECK_THROWS_AS(open(":memory:"), std::invalid_argument);
+    CHECK_THROWS_AS(open((dir.path() / "quote\".db").string()), std::invalid_argument);
+    CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(), .pool_size = 0}}), std::invalid_argument);
+    CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(), .time = nullptr}}), std::invalid_argument);
+    // A path with spaces is fine.
+    idem::sqlite_store spaced{{.path = (dir.path() / "with some spaces.db").string(), .connection = fast}};
+    CHECK(spaced.try_reserve(bank::transfer_key("x"), bank::fingerprint, 1min).status == reservation_status::reserved);
+}
+
+TEST_CASE("sqlite store: expiry follows the injected clock, and purge spares live rows") {
+    fixture f;
+    auto r = f.store.try_reserve(bank::transfer_key("lease"), bank::fingerprint, 30s);
+    REQUIRE(r.status == reservation_status::reserved);
+    f.runner->run([&](transaction& tx) {
+        CHECK(f.store.try_reserve(tx, bank::transfer_key("lease"), bank::fingerprint, 30s).status ==
+              reservation_status::in_flight);
+    });
+    f.clock->advance(31s);
+    CHECK(f.store.purge_expired() == 1);
+    CHECK(f.store.purge_expired() == 0);
+    // Expired and purged: complete still succeeds, the key being absent.
+    f.runner->run([&](transaction& tx) {
+        CHECK(f.store.complete(tx, bank::transfer_key("lease"), r.token, bank::fingerprint, "late", 1h));
+    });
+    CHECK(f.store.try_reserve(bank::transfer_key("lease"), bank::fingerprint, 1min).payload == "late");
+}
+
+TEST_CASE("sqlite store: the detached view joins this thread's open transaction on the same file") {
+    fixture f;
+    // SQLite's one write lock is held by the open transaction: a connection of
+    // the store's own would wait for it until the busy timeout.
+    const auto started = std::chrono::steady_clock::now();
+    CHECK_THROWS_AS(f.runner->run([&](transaction&) {
+        auto r = f.store.try_reserve(bank::transfer_key("j-1"), bank::fingerprint, 1min);
+        CHECK(r.status == reservation_status::reserved);
+        throw business_failure();
+    }),
+                    business_failure);
+    CHECK(std::chrono::steady_clock::now() - started < 1s);
+    CHECK(f.detached_status("j-1") == reservation_status::reserved);  // it rolled back with the transaction
+
+    // Behind a savepoint: a failing detached call does not fail the transaction.
+    f.session << "CREATE TEMP TRIGGER refuse_records BEFORE INSERT ON idem_records BEGIN SELECT RAISE(ABORT, 'refused'); END";
+    f.runner->run([&](transaction& tx) {
+        bank::move_money(tx.session(), "j-2", 10);
+        CHECK_THROWS_AS((void)f.store.try_reserve(bank::transfer_key("j-2"), bank::fingerprint, 1min), idem::store_error);
+        CHECK(tx.state() == idem::transaction_state::active);
+    });
+    CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == 1);
+}
+
+TEST_CASE("sqlite store: a transaction on another file does not capture the detached view") {
+    fixture f;
+    soci::session elsewhere;
+    idem::open_sqlite_session(elsewhere, (f.dir.path() / "other.db").string(), fast);
+    idem::transaction_runner runner{elsewhere};
+    CHECK_THROWS_AS(runner.run([&](transaction&) {
+        auto r = f.store.try_reserve(bank::transfer_key("j-3"), bank::fingerprint, 1min);
+        CHECK(r.status == reservation_status::reserved);
+        throw business_failure();
+    }),
+                    business_failure);
+    CHECK(f.detached_status("j-3") == reservation_status::in_flight);  // committed on the store's own connection
+}

@@ -1,0 +1,261 @@
+// The transaction runner's rules, on real SQLite files.
+#include <doctest/doctest.h>
+
+#include <soci/soci.h>
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "idem/error.hpp"
+#include "idem/sqlite_store.hpp"
+#include "idem/transaction_runner.hpp"
+#include "temp_dir.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using idem::transaction;
+using idem::transaction_state;
+
+struct database {
+    idem::test::temp_dir dir{"runner"};
+    std::string path = (dir.path() / "runner.db").string();
+    soci::session session;
+    idem::transaction_runner runner;
+
+    database() : runner(open(session, path)) { session << "CREATE TABLE items (name TEXT PRIMARY KEY)"; }
+
+    static soci::session& open(soci::session& s, const std::string& path) {
+        idem::open_sqlite_session(s, path, {1s, idem::sqlite_synchronous::normal});
+        return s;
+    }
+
+    // What another connection sees: only committed rows.
+    [[nodiscard]] long long committed(const std::string& name = "%") const {
+        soci::session other;
+        open(other, path);
+        long long n = 0;
+        other << "SELECT count(*) FROM items WHERE name LIKE :n", soci::use(name), soci::into(n);
+        return n;
+    }
+};
+
+void insert(transaction& tx, const std::string& name) { tx.session() << "INSERT INTO items (name) VALUES (:n)", soci::use(name); }
+
+struct business_failure : std::runtime_error {
+    business_failure() : std::runtime_error("business failure") {}
+};
+
+}  // namespace
+
+TEST_CASE("runner: the work's writes commit when it returns") {
+    database db;
+    CHECK_FALSE(db.runner.last_state().has_value());
+    const int result = db.runner.run([&](transaction& tx) {
+        CHECK(tx.state() == transaction_state::active);
+        CHECK(tx.dialect() == idem::sql_dialect::sqlite);
+        CHECK(db.runner.in_transaction());
+        insert(tx, "a");
+        CHECK(db.committed() == 0);  // not visible to others before the commit
+        return 42;
+    });
+    CHECK(result == 42);
+    CHECK_FALSE(db.runner.in_transaction());
+    CHECK(db.runner.last_state() == transaction_state::committed);
+    CHECK(db.committed() == 1);
+}
+
+TEST_CASE("runner: a throwing work is rolled back and its exception rethrown") {
+    database db;
+    CHECK_THROWS_AS(db.runner.run([&](transaction& tx) {
+        insert(tx, "a");
+        throw business_failure();
+    }),
+                    business_failure);
+    CHECK(db.runner.last_state() == transaction_state::rolled_back);
+    CHECK(db.committed() == 0);
+    // The session is usable again.
+    db.runner.run([&](transaction& tx) { insert(tx, "b"); });
+    CHECK(db.committed() == 1);
+}
+
+TEST_CASE("runner: the should-commit predicate decides, and the result comes back either way") {
+    database db;
+    const auto ok = [](const std::optional<std::string>& r) { return r.has_value(); };
+    auto failed = db.runner.run(
+        [&](transaction& tx) -> std::optional<std::string> {
+            insert(tx, "rejected");
+            return std::nullopt;  // a failed result: its writes must not land
+        },
+        ok);
+    CHECK_FALSE(failed.has_value());
+    CHECK(db.runner.last_state() == transaction_state::rolled_back);
+    CHECK(db.committed() == 0);
+
+    auto done = db.runner.run(
+        [&](transaction& tx) -> std::optional<std::string> {
+            insert(tx, "accepted");
+            return "receipt";
+        },
+        ok);
+    CHECK(done == "receipt");
+    CHECK(db.runner.last_state() == transaction_state::committed);
+    CHECK(db.committed() == 1);
+
+    db.runner.run([&](transaction& tx) { insert(tx, "void"); }, [] { return false; });
+    CHECK(db.committed("void") == 0);
+}
+
+TEST_CASE("runner: a nested run joins behind a savepoint; its failure undoes only its part") {
+    database db;
+    db.runner.run([&](transaction& outer) {
+        insert(outer, "outer-1");
+        CHECK_THROWS_AS(db.runner.run([&](transaction& inner) {
+            CHECK(&inner == &outer);  // the same transaction
+            insert(inner, "inner-failed");
+            throw business_failure();
+        }),
+                        business_failure);
+        CHECK(outer.state() == transaction_state::active);
+        db.runner.run([&](transaction& inner) { insert(inner, "inner-kept"); });
+        db.runner.run([&](transaction& inner) { insert(inner, "inner-declined"); }, [] { return false; });
+        insert(outer, "outer-2");
+    });
+    CHECK(db.committed() == 3);
+    CHECK(db.committed("inner-failed") == 0);
+    CHECK(db.committed("inner-declined") == 0);
+    CHECK(db.committed("inner-kept") == 1);
+}
+
+TEST_CASE("runner: savepoints nest, and a failure that escapes them rolls back everything") {
+    database db;
+    CHECK_THROWS_AS(db.runner.run([&](transaction& tx) {
+        insert(tx, "outer");
+        tx.savepoint([&] {
+            insert(tx, "level-1");
+            CHECK_THROWS_AS(tx.savepoint([&] {
+                insert(tx, "level-2");
+                throw business_failure();
+            }),
+                            business_failure);
+            const int kept = tx.savepoint([&] {
+                insert(tx, "level-2-kept");
+                return 7;
+            });
+            CHECK(kept == 7);
+        });
+        long long seen = 0;
+        tx.session() << "SELECT count(*) FROM items", soci::into(seen);
+        CHECK(seen == 3);  // outer, level-1, level-2-kept
+        throw business_failure();
+    }),
+                    business_failure);
+    CHECK(db.committed() == 0);
+}
+
+TEST_CASE("runner: transaction states have names") {
+    CHECK(idem::to_string(transaction_state::active) == "active");
+    CHECK(idem::to_string(transaction_state::committed) == "committed");
+    CHECK(idem::to_string(transaction_state::rolled_back) == "rolled back");
+    CHECK(idem::to_string(transaction_state::in_doubt) == "in doubt");
+}
+
+TEST_CASE("runner: a rollback that fails leaves the transaction in doubt and reports the original error") {
+    database db;
+    // The work ends the transaction behind the runner's back, then fails: the
+    // runner's ROLLBACK fails, and whether the writes landed is not its to know.
+    try {
+        db.runner.run([&](transaction& tx) {
+            insert(tx, "a");
+            tx.session() << "COMMIT";
+            throw business_failure();
+        });
+        FAIL("run() returned");
+    } catch (const idem::transaction_error& e) {
+        CHECK(std::string(e.what()).find("in doubt") != std::string::npos);
+        CHECK_THROWS_AS(std::rethrow_if_nested(e), business_failure);
+    }
+    CHECK(db.runner.last_state() == transaction_state::in_doubt);
+    CHECK_FALSE(db.runner.in_transaction());
+    db.runner.run([&](transaction& tx) { insert(tx, "b"); });  // the runner recovers for the next transaction
+    CHECK(db.runner.last_state() == transaction_state::committed);
+}
+
+TEST_CASE("runner: a savepoint that cannot be rolled back puts the transaction in doubt; it cannot commit") {
+    database db;
+    CHECK_THROWS_AS(db.runner.run([&](transaction& tx) {
+        insert(tx, "outer");
+        try {
+            tx.savepoint([&] {
+                tx.session() << "ROLLBACK";  // the database ended the whole transaction
+                throw business_failure();
+            });
+        } catch (const idem::transaction_error& e) {
+            CHECK_THROWS_AS(std::rethrow_if_nested(e), business_failure);
+        }
+        CHECK(tx.state() == transaction_state::in_doubt);
+        CHECK_THROWS_AS(tx.savepoint([] {}), idem::transaction_error);
+    }),
+                    idem::transaction_error);  // returning normally does not commit a transaction in doubt
+    CHECK(db.committed() == 0);
+}
+
+TEST_CASE("runner: a COMMIT that fails is rolled back and reported as a store_error") {
+    database db;
+    db.session << "PRAGMA foreign_keys = ON";
+    db.session << "CREATE TABLE parents (id INTEGER PRIMARY KEY)";
+    db.session << "CREATE TABLE children (parent INTEGER REFERENCES parents (id) DEFERRABLE INITIALLY DEFERRED)";
+    try {
+        db.runner.run([&](transaction& tx) {
+            insert(tx, "a");
+            tx.session() << "INSERT INTO children (parent) VALUES (99)";  // checked at COMMIT
+        });
+        FAIL("run() returned");
+    } catch (const idem::store_error& e) {
+        CHECK(e.native_code() == "787");  // SQLITE_CONSTRAINT_FOREIGNKEY
+        CHECK(e.failure() == idem::store_failure::other);
+    }
+    CHECK(db.runner.last_state() == transaction_state::rolled_back);
+    CHECK(db.committed() == 0);
+}
+
+TEST_CASE("runner: a writer that cannot get the lock in time gets a transient store_error") {
+    database db;
+    soci::session other;
+    idem::open_sqlite_session(other, db.path, {100ms, idem::sqlite_synchronous::normal});
+    idem::transaction_runner other_runner{other};
+    db.runner.run([&](transaction&) {
+        const auto started = std::chrono::steady_clock::now();
+        try {
+            other_runner.run([](transaction&) {});
+            FAIL("BEGIN IMMEDIATE did not wait for the lock");
+        } catch (const idem::store_error& e) {
+            CHECK(e.failure() == idem::store_failure::timeout);
+            CHECK(e.is_transient());
+            CHECK(e.native_code() == "5");  // SQLITE_BUSY
+        }
+        CHECK(std::chrono::steady_clock::now() - started >= 90ms);
+    });
+    CHECK_FALSE(other_runner.last_state().has_value());  // it never began
+}
+
+TEST_CASE("runner: the connection cache keeps one slot per owner for the runner's life") {
+    database db;
+    std::shared_ptr<void>* first = nullptr;
+    db.runner.run([&](transaction& tx) {
+        tx.connection_cache(1) = std::make_shared<int>(7);
+        first = &tx.connection_cache(1);
+        CHECK(tx.connection_cache(2) == nullptr);
+    });
+    db.runner.run([&](transaction& tx) {
+        CHECK(&tx.connection_cache(1) == first);
+        CHECK(*static_cast<int*>(tx.connection_cache(1).get()) == 7);
+    });
+}
+
+TEST_CASE("runner: a session that is not connected is refused") {
+    soci::session unconnected;
+    CHECK_THROWS_AS(idem::transaction_runner{unconnected}, std::invalid_argument);
+}
