@@ -22,3 +22,4 @@
 #include "idem/telemetry.hpp"
 #include "idem/transaction.hpp"
 #include "idem/transactional_record_store.hpp"
+#include "idem/webhook.hpp"
