@@ -37,5 +37,6 @@ private:
 };
 
 void run_memory(const options& o, report& out);
+void run_sqlite(const options& o, report& out);
 
 }  // namespace idem::bench

@@ -2,6 +2,7 @@
 //   idem-bench [--scenario memory|...] [--seconds S] [--rounds N] [--sqlite-dir D] [--postgresql CONNINFO]
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -39,6 +40,7 @@ void report::print_json() const {
 int main(int argc, char** argv) {
     idem::bench::options o;
     std::string scenario = "all";
+    o.sqlite_dir = std::filesystem::temp_directory_path().string();
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
         if (flag == "--scenario") scenario = value;
@@ -53,6 +55,9 @@ int main(int argc, char** argv) {
     }
     idem::bench::report out;
     if (scenario == "all" || scenario == "memory") idem::bench::run_memory(o, out);
+#ifdef IDEM_BENCH_SQLITE
+    if (scenario == "all" || scenario == "sqlite") idem::bench::run_sqlite(o, out);
+#endif
     out.print_json();
     return 0;
 }
