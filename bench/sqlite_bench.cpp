@@ -10,6 +10,7 @@
 #include "idem/sqlite_store.hpp"
 #include "idem/store_admin.hpp"
 #include "idem/transaction_runner.hpp"
+#include "purge_bench.hpp"
 #include "transfer_bank.hpp"
 
 namespace idem::bench {
@@ -103,6 +104,18 @@ void run_sqlite(const options& o, report& out) {
     out.add({.group = "sqlite", .name = "replay of a stored result", .subject = "idem replay (executor, detached view)",
              .baseline = "SELECT by primary key, prepared", .result = compare(replay, bare_select, o.rounds),
              .unit = "ops/s"});
+
+    // Purge: a million expired rows, written straight into the table.
+    constexpr std::size_t expired_rows = 1'000'000;
+    sqlite_setup purge(o, "purge", sqlite_synchronous::normal);
+    purge.runner->run([&](transaction& tx) {
+        tx.session() << "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :rows) "
+                        "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload, "
+                        "expires_at, updated_at) SELECT randomblob(32), 'bench.purge', 'global', 'k' || i, 'fp', "
+                        "'token', 1, x'', 1000 + i % 1000, 0 FROM n",
+            soci::use(expired_rows);
+    });
+    measure_purge(*purge.store, expired_rows, "sqlite", out);
 }
 
 }  // namespace idem::bench
