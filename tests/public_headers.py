@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""Public headers stand alone and leak no driver, crypto or server-library header:
+each compiles by itself, includes none of the forbidden headers, and opens with a
+doc comment that shows an example."""
+import pathlib
+import re
+import subprocess
+import sys
+
+root = pathlib.Path(sys.argv[1])
+compiler = sys.argv[2]
+forbidden = re.compile(r'#\s*include\s*[<"](soci/|libpq|postgresql/|sqlite3|openssl/|hiredis/|httplib|CLI/|nlohmann/)')
+failures = []
+headers = sorted((root / "include" / "idem").rglob("*.hpp"))
+for header in headers:
+    name = header.relative_to(root / "include")
+    text = header.read_text()
+    if forbidden.search(text):
+        failures.append(f"{name}: includes a driver, crypto or server-library header")
+    opening = text.split("#pragma once")[0]
+    if not opening.startswith("//") or not re.search(r"^//   \S", opening, re.M):
+        failures.append(f"{name}: does not open with a doc comment showing an example")
+    result = subprocess.run(
+        [compiler, "-std=c++20", "-fsyntax-only", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
+         "-I", str(root / "include"), "-x", "c++", "-"],
+        input=f'#include "{name}"\n', text=True, capture_output=True)
+    if result.returncode != 0:
+        failures.append(f"{name}: does not compile alone:\n{result.stderr}")
+for failure in failures:
+    print(failure)
+print(f"{len(headers)} public headers checked, {len(failures)} problems")
+sys.exit(1 if failures else 0)
