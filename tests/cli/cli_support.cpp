@@ -34,15 +34,16 @@ std::int64_t query_count(const std::string& db, const std::string& sql) {
 
 }  // namespace
 
-idem_run::idem_run(const std::filesystem::path& scratch, const std::vector<std::string>& args) {
+idem_run::idem_run(const std::filesystem::path& scratch, const std::string& program,
+                   const std::vector<std::string>& args) {
     static std::atomic<int> runs{0};
     const std::string n = std::to_string(++runs);
     out_ = scratch / ("idem-" + n + ".out");
     err_ = scratch / ("idem-" + n + ".err");
-    // The shell only redirects ($1, $2); the arguments reach idem exactly as given.
+    // The shell only redirects ($1, $2); the arguments reach the program exactly as given.
     spawn_options spawn;
-    spawn.argv = {"/bin/sh",   "-c",          "out=$1 err=$2; shift 2; exec \"$0\" \"$@\" >\"$out\" 2>\"$err\"",
-                  IDEM_BINARY, out_.string(), err_.string()};
+    spawn.argv = {"/bin/sh", "-c",          "out=$1 err=$2; shift 2; exec \"$0\" \"$@\" >\"$out\" 2>\"$err\"",
+                  program,   out_.string(), err_.string()};
     spawn.argv.insert(spawn.argv.end(), args.begin(), args.end());
     child_ = std::make_unique<child_process>(std::move(spawn));
 }
@@ -58,7 +59,11 @@ outcome workspace::idem(const std::vector<std::string>& args) const {
 }
 
 std::unique_ptr<idem_run> workspace::start(const std::vector<std::string>& args) const {
-    return std::make_unique<idem_run>(dir.path(), args);
+    return std::make_unique<idem_run>(dir.path(), IDEM_BINARY, args);
+}
+
+outcome workspace::run(const std::string& program, const std::vector<std::string>& args) const {
+    return idem_run(dir.path(), program, args).finish();
 }
 
 void workspace::migrate() const {

@@ -21,10 +21,10 @@ struct outcome {
     std::string err;
 };
 
-// One `idem ARGS...` started now, its stdout and stderr kept in files apart.
+// One `PROGRAM ARGS...` started now, its stdout and stderr kept in files apart.
 class idem_run {
 public:
-    idem_run(const std::filesystem::path& scratch, const std::vector<std::string>& args);
+    idem_run(const std::filesystem::path& scratch, const std::string& program, const std::vector<std::string>& args);
     // Waits (at most a minute) and collects it.
     [[nodiscard]] outcome finish();
 
@@ -41,6 +41,8 @@ struct workspace {
     // Runs `idem ARGS...` to the end.
     [[nodiscard]] outcome idem(const std::vector<std::string>& args) const;
     [[nodiscard]] std::unique_ptr<idem_run> start(const std::vector<std::string>& args) const;
+    // Runs another program (a path, or a name looked up in PATH) to the end.
+    [[nodiscard]] outcome run(const std::string& program, const std::vector<std::string>& args) const;
 
     // `idem migrate` on db; REQUIREs success.
     void migrate() const;

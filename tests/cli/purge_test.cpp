@@ -48,7 +48,7 @@ TEST_CASE("purge deletes every expired row, in flight or completed, and no live 
     seed_mix(w);
     const auto r = w.idem({"purge", "--db", w.db});
     CHECK(purged(r) == 500);
-    CHECK(contains(r.out, " in 1 batches, "));
+    CHECK(contains(r.out, " in 1 batch, "));
     CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);  // one summary line, no progress off a terminal
     CHECK(r.err.empty());
     CHECK(w.rows() == 100);
@@ -111,6 +111,20 @@ TEST_CASE("purge --progress reports deleted rows, rate and rows left on stderr, 
     CHECK(contains(r.err, " rows/s, about 0 left"));
     CHECK(r.err.ends_with("\n"));
     CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+}
+
+TEST_CASE("on a terminal purge shows its progress without being asked") {
+    workspace w;
+    w.migrate();
+    seed(w.db, "old", 300, record_kind::completed, sys::now() - 2h, 1h);
+    // script(1) gives idem a pseudo-terminal for stdout and stderr alike.
+    const auto r =
+        w.run("script", {"-qec", std::string(IDEM_BINARY) + " purge --batch 100 --db '" + w.db + "'", "/dev/null"});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "\rdeleted 300 rows, "));
+    CHECK(contains(r.out, "purged 300 rows expired in 4 batches"));
+    CHECK(w.rows() == 0);
 }
 
 TEST_CASE("bad durations and bounds are usage errors naming the accepted forms; nothing is deleted") {

@@ -101,8 +101,8 @@ void purge(const purge_args& args) {
     }
     if (progress) progress->update(deleted, true);
     const double elapsed = seconds_since(start);
-    std::cout << fmt::format("purged {} rows expired{} in {} batches, {:.2f}s ({:.0f} rows/s){}\n", deleted, age,
-                             batches, elapsed, elapsed > 0 ? static_cast<double>(deleted) / elapsed : 0.0,
+    std::cout << fmt::format("purged {} rows expired{} in {} batch{}, {:.2f}s ({:.0f} rows/s){}\n", deleted, age,
+                             batches, batches == 1 ? "" : "es", elapsed, elapsed > 0 ? static_cast<double>(deleted) / elapsed : 0.0,
                              deleted == bound ? "; stopped at --max-rows" : "");
 }
 
