@@ -66,8 +66,8 @@ outcome workspace::run(const std::string& program, const std::vector<std::string
     return idem_run(dir.path(), program, args).finish();
 }
 
-void workspace::migrate() const {
-    const auto r = idem({"migrate", "--db", db});
+void workspace::migrate(const std::string& url) const {
+    const auto r = idem({"migrate", "--db", url});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
 }

@@ -44,8 +44,9 @@ struct workspace {
     // Runs another program (a path, or a name looked up in PATH) to the end.
     [[nodiscard]] outcome run(const std::string& program, const std::vector<std::string>& args) const;
 
-    // `idem migrate` on db; REQUIREs success.
-    void migrate() const;
+    // `idem migrate` on db (or `url`); REQUIREs success.
+    void migrate() const { migrate(db); }
+    void migrate(const std::string& url) const;
     // Rows of idem_records matching `where` (SQL), read with plain SQL.
     [[nodiscard]] std::int64_t rows(const std::string& where = "1") const;
     [[nodiscard]] std::int64_t expired_rows() const;

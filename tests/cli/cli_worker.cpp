@@ -2,25 +2,39 @@
 // on one SQLite file (completing every other one, leaving the rest in flight
 // with a live lease) until told to stop.
 //
-//   cli_worker traffic <db> <prefix>
+//   cli_worker traffic <db> <prefix>      <db>: a SQLite file, or a postgresql:// URI
 //     prints "ready" after its first record; then answers each line on stdin:
 //     "count" -> records written so far; "stop" -> "<written> <errors>", exit
 #include <atomic>
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
 
 #include "cli_support.hpp"
 #include "idem/sqlite_store.hpp"
+#if IDEM_CLI_POSTGRESQL
+#include "idem/postgresql_store.hpp"
+#endif
 
 namespace {
 
 using namespace std::chrono_literals;
 
+// The default busy timeout (SQLite): a purge holding the write lock for long would show as errors.
+std::unique_ptr<idem::record_store> open(const std::string& db) {
+#if IDEM_CLI_POSTGRESQL
+    if (db.starts_with("postgresql://"))
+        return std::make_unique<idem::postgresql_store>(
+            idem::postgresql_store_options{.connection = db, .pool_size = 1, .migrate_on_open = false});
+#endif
+    return std::make_unique<idem::sqlite_store>(idem::sqlite_store_options{.path = db, .migrate_on_open = false});
+}
+
 int traffic(const std::string& db, const std::string& prefix) {
-    // The default busy timeout: a purge holding the write lock for long would show as errors here.
-    idem::sqlite_store store{{.path = db, .migrate_on_open = false}};
+    const auto owned = open(db);
+    idem::record_store& store = *owned;
     std::atomic<bool> stop{false};
     std::atomic<int> written{0};
     std::atomic<int> errors{0};
