@@ -15,20 +15,6 @@ using namespace std::chrono_literals;
 using namespace idem::test::cli;
 using sys = std::chrono::system_clock;
 
-std::string digest_hex(const idem::record_key& k) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    for (const std::byte b : k.digest()) {
-        out += digits[std::to_integer<unsigned>(b) >> 4];
-        out += digits[std::to_integer<unsigned>(b) & 15];
-    }
-    return out;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
-
 // `idem COMMAND --db DB`, with the --key-hash inspect needs.
 std::vector<std::string> on(const std::string& command, const std::string& db) {
     std::vector<std::string> args{command, "--db", db};

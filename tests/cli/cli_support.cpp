@@ -100,6 +100,73 @@ void seed(const std::string& db, const std::string& prefix, int count, record_ki
     });
 }
 
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+std::string digest_hex(const record_key& key) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out;
+    for (const std::byte b : key.digest()) {
+        out += digits[std::to_integer<unsigned>(b) >> 4];
+        out += digits[std::to_integer<unsigned>(b) & 15];
+    }
+    return out;
+}
+
+long long purged(const outcome& r) {
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return number_after(r.out, "purged");
+}
+
+void purge_twice_at_once(const workspace& w, const std::string& url, long long expired) {
+    auto first = w.start({"purge", "--db", url, "--batch", "50"});
+    auto second = w.start({"purge", "--db", url, "--batch", "50"});
+    const long long a = purged(first->finish());
+    const long long b = purged(second->finish());
+    MESSAGE("two purges with batches of 50: " << a << " + " << b << " rows");
+    CHECK(a + b == expired);
+    CHECK(a > 0);
+    CHECK(b > 0);
+}
+
+namespace {
+
+spawn_options worker_options(const std::string& db, const std::string& prefix) {
+    spawn_options spawn;
+    spawn.argv = {IDEM_CLI_WORKER, "traffic", db, prefix};
+    spawn.pipe_stdin = true;
+    spawn.pipe_stdout = true;
+    return spawn;
+}
+
+std::string answer(child_process& worker) {
+    auto line = worker.read_line(30s);
+    if (!line) throw std::runtime_error("cli_worker ended without answering");
+    return *line;
+}
+
+}  // namespace
+
+traffic::traffic(const std::string& db, const std::string& prefix) : worker_(worker_options(db, prefix)) {
+    if (answer(worker_) != "ready") throw std::runtime_error("cli_worker did not start");
+}
+
+int traffic::written() {
+    worker_.write("count\n");
+    return std::stoi(answer(worker_));
+}
+
+traffic::totals traffic::stop() {
+    worker_.write("stop\n");
+    std::istringstream last(answer(worker_));
+    totals t{-1, -1};
+    last >> t.written >> t.errors;
+    CHECK(worker_.reap() == 0);
+    return t;
+}
+
 long long number_after(const std::string& text, const std::string& word) {
     const auto at = text.find(word + " ");
     if (at == std::string::npos) throw std::runtime_error("no '" + word + "' in: " + text);

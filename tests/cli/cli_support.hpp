@@ -68,6 +68,36 @@ enum class record_kind { in_flight, completed };
 void seed(const std::string& db, const std::string& prefix, int count, record_kind kind,
           std::chrono::system_clock::time_point at, std::chrono::nanoseconds span);
 
+[[nodiscard]] bool contains(const std::string& text, const std::string& part);
+// The 64 lowercase hex characters of a record's digest, as `inspect --key-hash` takes it.
+[[nodiscard]] std::string digest_hex(const record_key& key);
+// How many rows an `idem purge` run reports it purged; REQUIREs that it succeeded.
+[[nodiscard]] long long purged(const outcome& r);
+
+// Two `idem purge --batch 50` on `url` started at once; CHECKs that each purged
+// some rows and that together they purged `expired`: each row exactly once.
+void purge_twice_at_once(const workspace& w, const std::string& url, long long expired);
+
+// Live traffic from another process (cli_worker): keeps reserving fresh keys
+// prefix-0, prefix-1, ... on `db` (a SQLite file or a postgresql:// URI),
+// completing the even ones and leaving the odd ones in flight with a live lease.
+class traffic {
+public:
+    // Returns once the first record is written.
+    traffic(const std::string& db, const std::string& prefix);
+    // Records written so far.
+    [[nodiscard]] int written();
+    struct totals {
+        int written;
+        int errors;  // writes that failed or found their fresh key taken
+    };
+    // Stops it and CHECKs that it exited cleanly.
+    [[nodiscard]] totals stop();
+
+private:
+    child_process worker_;
+};
+
 // The first whole number after `word ` in `text`, e.g. number_after("purged 12 rows", "purged")
 // == 12.
 [[nodiscard]] long long number_after(const std::string& text, const std::string& word);

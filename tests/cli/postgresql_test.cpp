@@ -3,11 +3,10 @@
 #include <doctest/doctest.h>
 #include <libpq-fe.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
-#include <unistd.h>
 
 #include "cli_support.hpp"
 #include "idem/postgresql_store.hpp"
@@ -17,10 +16,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using namespace idem::test::cli;
-using idem::test::child_process;
-using idem::test::spawn_options;
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 std::string percent_encoded(std::string_view value) {
     static constexpr char digits[] = "0123456789ABCDEF";
@@ -56,12 +51,12 @@ std::string as_uri(const std::string& conninfo, const std::string& database) {
 void execute(const std::string& uri, const std::string& sql) {
     PGconn* conn = PQconnectdb(uri.c_str());
     const std::unique_ptr<PGconn, decltype(&PQfinish)> owner(conn, PQfinish);
-    if (PQstatus(conn) != CONNECTION_OK) throw std::runtime_error(std::string("cannot connect: ") + PQerrorMessage(conn));
+    if (PQstatus(conn) != CONNECTION_OK)
+        throw std::runtime_error(std::string("cannot connect: ") + PQerrorMessage(conn));
     PGresult* r = PQexec(conn, sql.c_str());
     const auto status = PQresultStatus(r);
     PQclear(r);
-    if (status != PGRES_COMMAND_OK)
-        throw std::runtime_error(sql + ": " + PQerrorMessage(conn));
+    if (status != PGRES_COMMAND_OK) throw std::runtime_error(sql + ": " + PQerrorMessage(conn));
 }
 
 long long count(const std::string& uri, const std::string& where = "true") {
@@ -102,30 +97,18 @@ struct pg_database {
 
     // `n` completed rows named prefix-i, expired `ago` (an SQL interval) ago.
     void seed_expired(const std::string& prefix, int n, const std::string& ago) const {
-        execute(uri, "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, payload, "
-                     "completed, created_at, expires_at) "
-                     "SELECT sha256(convert_to('" + prefix + "-' || i, 'UTF8')), 'cli', 'tenant:acme', '" + prefix +
-                         "-' || i, '\\x01', 'fp', 'x', true, clock_timestamp() - interval '" + ago +
-                         "' - interval '1 hour', clock_timestamp() - interval '" + ago + "' "
-                         "FROM generate_series(0, " + std::to_string(n - 1) + ") AS i");
+        execute(uri,
+                "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, payload, "
+                "completed, created_at, expires_at) "
+                "SELECT sha256(convert_to('" +
+                    prefix + "-' || i, 'UTF8')), 'cli', 'tenant:acme', '" + prefix +
+                    "-' || i, '\\x01', 'fp', 'x', true, clock_timestamp() - interval '" + ago +
+                    "' - interval '1 hour', clock_timestamp() - interval '" + ago +
+                    "' "
+                    "FROM generate_series(0, " +
+                    std::to_string(n - 1) + ") AS i");
     }
 };
-
-std::string digest_hex(const idem::record_key& k) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    for (const std::byte b : k.digest()) {
-        out += digits[std::to_integer<unsigned>(b) >> 4];
-        out += digits[std::to_integer<unsigned>(b) & 15];
-    }
-    return out;
-}
-
-long long purged(const outcome& r) {
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    return number_after(r.out, "purged");
-}
 
 }  // namespace
 
@@ -185,8 +168,8 @@ TEST_CASE("postgresql: purge --dry-run, --older-than, --batch and --max-rows; li
     db.seed_expired("recent", 200, "10 minutes");
     {
         idem::postgresql_store store{{.connection = db.uri, .migrate_on_open = false}};
-        for (int i = 0; i < 20; ++i) REQUIRE(store.try_reserve(key_of("live", i), "fp", 10min).status ==
-                                             idem::reservation_status::reserved);
+        for (int i = 0; i < 20; ++i)
+            REQUIRE(store.try_reserve(key_of("live", i), "fp", 10min).status == idem::reservation_status::reserved);
     }
     REQUIRE(db.expired_rows() == 500);
 
@@ -212,14 +195,7 @@ TEST_CASE("postgresql: two purges at once delete each expired row exactly once")
     w.migrate(db.uri);
     const int expired = 20000;
     db.seed_expired("old", expired, "2 hours");
-    auto first = w.start({"purge", "--db", db.uri, "--batch", "50"});
-    auto second = w.start({"purge", "--db", db.uri, "--batch", "50"});
-    const long long a = purged(first->finish());
-    const long long b = purged(second->finish());
-    MESSAGE("two purges with batches of 50: " << a << " + " << b << " rows");
-    CHECK(a + b == expired);
-    CHECK(a > 0);
-    CHECK(b > 0);
+    purge_twice_at_once(w, db.uri, expired);
     CHECK(db.rows() == 0);
 }
 
@@ -230,22 +206,11 @@ TEST_CASE("postgresql: purge never touches live rows while another process keeps
     const int expired = 20000;
     db.seed_expired("old", expired, "2 hours");
 
-    spawn_options spawn;
-    spawn.argv = {IDEM_CLI_WORKER, "traffic", db.uri, "live"};
-    spawn.pipe_stdin = true;
-    spawn.pipe_stdout = true;
-    child_process worker(std::move(spawn));
-    REQUIRE(worker.read_line(30s) == "ready");
-    worker.write("count\n");
-    const int before = std::stoi(worker.read_line(30s).value());
+    traffic live(db.uri, "live");
+    const int before = live.written();
     const auto r = w.idem({"purge", "--db", db.uri, "--batch", "200"});
-    worker.write("count\n");
-    const int after = std::stoi(worker.read_line(30s).value());
-    worker.write("stop\n");
-    std::istringstream last(worker.read_line(30s).value());
-    int written = -1, errors = -1;
-    last >> written >> errors;
-    CHECK(worker.reap() == 0);
+    const int after = live.written();
+    const auto [written, errors] = live.stop();
 
     MESSAGE("the worker wrote " << after - before << " records during the purge (" << written << " in all)");
     CHECK(purged(r) == expired);

@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <sstream>
 
 #include "cli_support.hpp"
 
@@ -12,12 +11,6 @@ namespace {
 using namespace std::chrono_literals;
 using namespace idem::test::cli;
 using sys = std::chrono::system_clock;
-using idem::test::child_process;
-using idem::test::spawn_options;
-
-bool contains(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
 
 // 300 rows expired 3h ago (half in flight), 200 expired 10 min ago, 100 live (half in flight).
 void seed_mix(const workspace& w) {
@@ -33,12 +26,6 @@ void seed_mix(const workspace& w) {
 
 std::int64_t live_rows(const workspace& w) {
     return w.rows("key LIKE 'live-%'");
-}
-
-long long purged(const outcome& r) {
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    return number_after(r.out, "purged");
 }
 
 }  // namespace
@@ -162,26 +149,13 @@ TEST_CASE("purge never touches live rows while another process keeps reserving a
     const int expired = 20000;
     seed(w.db, "old", expired, record_kind::completed, sys::now() - 2h, 1h);
 
-    spawn_options spawn;
-    spawn.argv = {IDEM_CLI_WORKER, "traffic", w.db, "live"};
-    spawn.pipe_stdin = true;
-    spawn.pipe_stdout = true;
-    child_process worker(std::move(spawn));
-    REQUIRE(worker.read_line(30s) == "ready");
-    worker.write("count\n");
-    const int before = std::stoi(worker.read_line(30s).value());
-
+    traffic live(w.db, "live");
+    const int before = live.written();
     const auto started = std::chrono::steady_clock::now();
     const auto r = w.idem({"purge", "--db", w.db, "--batch", "200"});
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-
-    worker.write("count\n");
-    const int after = std::stoi(worker.read_line(30s).value());
-    worker.write("stop\n");
-    std::istringstream last(worker.read_line(30s).value());
-    int written = -1, errors = -1;
-    last >> written >> errors;
-    CHECK(worker.reap() == 0);
+    const int after = live.written();
+    const auto [written, errors] = live.stop();
 
     MESSAGE("purge of " << expired << " rows in batches of 200: " << took.count() << " ms; meanwhile the worker wrote "
                         << after - before << " records (" << written << " in all)");
@@ -201,14 +175,7 @@ TEST_CASE("two purges at once delete each expired row exactly once") {
     seed(w.db, "old", expired, record_kind::completed, sys::now() - 2h, 1h);
     seed(w.db, "live", 100, record_kind::completed, sys::now(), 1h);
 
-    auto first = w.start({"purge", "--db", w.db, "--batch", "50"});
-    auto second = w.start({"purge", "--db", w.db, "--batch", "50"});
-    const long long a = purged(first->finish());
-    const long long b = purged(second->finish());
-    MESSAGE("two purges with batches of 50: " << a << " + " << b << " rows");
-    CHECK(a + b == expired);
-    CHECK(a > 0);
-    CHECK(b > 0);
+    purge_twice_at_once(w, w.db, expired);
     CHECK(w.rows() == 100);
     CHECK(w.expired_rows() == 0);
 }
