@@ -237,6 +237,8 @@ TEST_CASE("inspect: bad key hashes and half-named records are usage errors") {
              {"--namespace", "cli", "--tenant", "acme"},                                         // no --key
              {"--key", "here-0", "--tenant", "acme"},                                            // no --namespace
              {"--namespace", "cli", "--key", "here-0"},                                          // no scope
+             {"--key-hash", full, "--global"},  // a scope flag with the digest
+             {"--tenant", "acme"},              // a scope flag alone
          }) {
         std::vector<std::string> all{"inspect", "--db", w.db};
         all.insert(all.end(), args.begin(), args.end());

@@ -94,7 +94,7 @@ void purge(const purge_args& args) {
         ++batches;
         deleted += n;
         if (progress) progress->update(deleted, false);
-        if (n < want) break;  // none left (rows expiring meanwhile wait for the next run)
+        if (n < want || deleted == bound) break;  // none left (rows expiring meanwhile wait for the next run)
         // Rest as long as the batch held the write lock, so that writers waiting
         // for it (busy handlers poll, they do not queue) get it in between.
         std::this_thread::sleep_for(std::clamp<steady::duration>(steady::now() - batch_start, 1ms, 100ms));
@@ -102,7 +102,8 @@ void purge(const purge_args& args) {
     if (progress) progress->update(deleted, true);
     const double elapsed = seconds_since(start);
     std::cout << fmt::format("purged {} rows expired{} in {} batch{}, {:.2f}s ({:.0f} rows/s){}\n", deleted, age,
-                             batches, batches == 1 ? "" : "es", elapsed, elapsed > 0 ? static_cast<double>(deleted) / elapsed : 0.0,
+                             batches, batches == 1 ? "" : "es", elapsed,
+                             elapsed > 0 ? static_cast<double>(deleted) / elapsed : 0.0,
                              deleted == bound ? "; stopped at --max-rows" : "");
 }
 
