@@ -22,6 +22,10 @@
 // transaction open on the store's file (and so holds its only write lock),
 // joins that transaction behind a savepoint instead of waiting for itself:
 // its writes then commit or roll back with that transaction.
+//
+// It is also a store_admin, for the purge job and the `idem` command:
+//
+//   while (store.purge_batch(1000, std::chrono::hours(1)) == 1000) {}  // expired over an hour ago
 #pragma once
 
 #include <chrono>
@@ -31,6 +35,7 @@
 #include <vector>
 
 #include "idem/clock.hpp"
+#include "idem/store_admin.hpp"
 #include "idem/transactional_record_store.hpp"
 
 namespace idem {
@@ -62,7 +67,7 @@ struct sqlite_store_options {
     std::shared_ptr<const clock> time = clock::system();
 };
 
-class sqlite_store final : public transactional_record_store {
+class sqlite_store final : public transactional_record_store, public store_admin {
 public:
     // Opens the first connection (and migrates, unless told not to):
     // std::invalid_argument for bad options, store_error when the database fails.
@@ -73,7 +78,15 @@ public:
 
     // Applies pending schema migrations (migrations/sqlite) and returns their
     // names; empty when the schema is current. Safe from several processes at once.
-    std::vector<std::string> migrate();
+    std::vector<std::string> migrate() override;
+
+    // store_admin on the store's clock, each call one short BEGIN IMMEDIATE
+    // transaction (or, like the detached view, a savepoint in this thread's open
+    // one). std::invalid_argument for a negative `older_than` or a zero `limit`.
+    [[nodiscard]] std::optional<record_state> inspect(const std::array<std::byte, 32>& digest,
+                                                      bool with_payload) override;
+    [[nodiscard]] std::size_t count_expired(duration older_than) override;
+    std::size_t purge_batch(std::size_t limit, duration older_than) override;
 
     [[nodiscard]] const std::string& path() const noexcept;
 

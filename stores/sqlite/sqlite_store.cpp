@@ -7,6 +7,7 @@
 
 #include "sql/migrations.hpp"
 #include "sql/open_transactions.hpp"
+#include "sqlite_admin.hpp"
 #include "sqlite_pool.hpp"
 #include "sqlite_records.hpp"
 
@@ -20,7 +21,7 @@ namespace {
 namespace sqlite = detail::sqlite;
 
 // Rows purge_expired deletes per transaction: the write lock is held briefly.
-constexpr std::size_t purge_batch = 500;
+constexpr std::size_t purge_batch_rows = 500;
 
 std::uint64_t next_store_id() {
     static std::atomic<std::uint64_t> counter{0};
@@ -54,17 +55,22 @@ struct sqlite_store::impl {
     // only write lock), inside that one behind a savepoint: a connection of its
     // own would wait for that very lock until the busy timeout.
     template <class Work>
-    auto detached(Work&& work) {
-        if (transaction* open = open_on_this_file())
-            return open->savepoint([&] { return work(statements(*open)); });
+    auto detached_tx(Work&& work) {
+        if (transaction* open = open_on_this_file()) return open->savepoint([&] { return work(*open); });
         auto c = pool.acquire();
         try {
-            return c->runner->run([&](transaction& tx) { return work(statements(tx)); });
+            return c->runner->run(work);
         } catch (...) {
             // A rollback that failed may have left the connection inside a transaction.
             if (c->runner->last_state() == transaction_state::in_doubt) c.discard();
             throw;
         }
+    }
+
+    // As detached_tx, handing the work the record statements.
+    template <class Work>
+    auto detached(Work&& work) {
+        return detached_tx([&](transaction& tx) { return work(statements(tx)); });
     }
 
     [[nodiscard]] transaction* open_on_this_file() const {
@@ -77,13 +83,17 @@ struct sqlite_store::impl {
     }
 
     // The statements of the connection `tx` runs on, prepared on first use.
-    sqlite::record_statements& statements(transaction& tx) {
+    sqlite::record_statements& statements(transaction& tx) { return prepared<sqlite::record_statements>(tx, id); }
+    sqlite::admin_statements& admin(transaction& tx) { return prepared<sqlite::admin_statements>(tx, admin_id); }
+
+    template <class Statements>
+    Statements& prepared(transaction& tx, std::uint64_t slot_owner) {
         sqlite::database* db = sqlite::native_handle(tx.session());
-        std::shared_ptr<void>& slot = tx.connection_cache(id);
-        auto* cached = static_cast<sqlite::record_statements*>(slot.get());
+        std::shared_ptr<void>& slot = tx.connection_cache(slot_owner);
+        auto* cached = static_cast<Statements*>(slot.get());
         if (cached != nullptr && cached->db() == db) return *cached;
         require_same_file(db);
-        auto fresh = std::make_shared<sqlite::record_statements>(db);
+        auto fresh = std::make_shared<Statements>(db);
         cached = fresh.get();
         slot = std::move(fresh);
         return *cached;
@@ -100,11 +110,18 @@ struct sqlite_store::impl {
 
     [[nodiscard]] sqlite::record_times times(duration span) const { return sqlite::times(options.time->now(), span); }
     [[nodiscard]] std::int64_t now() const { return sqlite::times(options.time->now(), duration::zero()).now; }
+    // Rows expired at least `older_than` ago have expires_at <= cutoff; rounded
+    // so that a row younger than that never qualifies.
+    [[nodiscard]] std::int64_t cutoff(duration older_than) const {
+        if (older_than < duration::zero()) throw std::invalid_argument("idem: older_than must not be negative");
+        return now() - std::chrono::ceil<std::chrono::milliseconds>(older_than).count();
+    }
 
     sqlite_store_options options;
     sqlite::connection_pool pool;
     std::string file;
     const std::uint64_t id = next_store_id();
+    const std::uint64_t admin_id = next_store_id();
 };
 
 sqlite_store::sqlite_store(sqlite_store_options options) : impl_(std::make_unique<impl>(std::move(options))) {
@@ -141,13 +158,29 @@ bool sqlite_store::do_release(const record_key& key, std::string_view token) {
     });
 }
 
+std::optional<record_state> sqlite_store::inspect(const std::array<std::byte, 32>& digest, bool with_payload) {
+    return impl_->detached_tx(
+        [&](transaction& tx) { return impl_->admin(tx).inspect(digest, with_payload, impl_->now()); });
+}
+
+std::size_t sqlite_store::count_expired(duration older_than) {
+    const std::int64_t cutoff = impl_->cutoff(older_than);
+    return impl_->detached_tx([&](transaction& tx) { return impl_->admin(tx).count_expired(cutoff); });
+}
+
+std::size_t sqlite_store::purge_batch(std::size_t limit, duration older_than) {
+    if (limit == 0) throw std::invalid_argument("idem: purge limit must be positive");
+    const std::int64_t cutoff = impl_->cutoff(older_than);
+    return impl_->detached([&](sqlite::record_statements& s) { return s.purge(cutoff, limit); });
+}
+
+// Several short batches rather than one long transaction: writers waiting for
+// the lock get it between two of them.
 std::size_t sqlite_store::do_purge_expired(std::size_t limit) {
     std::size_t purged = 0;
     while (purged < limit) {
-        const std::size_t batch = std::min(limit - purged, purge_batch);
-        const std::size_t n = impl_->detached([&](sqlite::record_statements& s) {
-            return s.purge(impl_->now(), batch);
-        });
+        const std::size_t batch = std::min(limit - purged, purge_batch_rows);
+        const std::size_t n = purge_batch(batch, duration::zero());
         purged += n;
         if (n < batch) break;
     }

@@ -3,11 +3,14 @@
 //   idem purge --db URL [...]             delete expired records in bounded batches
 //   idem key derive|uuid|message|storage|valid ...
 //   idem inspect --db URL --key-hash H    look at one record
-// Exit codes: 0 done, 1 database error (or `key valid`: not valid), 2 usage error.
+// Exit codes: 0 done, 1 database error (or `key valid`: not valid), 2 usage
+// error, 3 `inspect`: no such record.
 #include <CLI/CLI.hpp>
 
+#include <exception>
 #include <iostream>
 
+#include "admin_commands.hpp"
 #include "idem/error.hpp"
 #include "key_commands.hpp"
 
@@ -16,7 +19,10 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_help_all_flag("--help-all", "Help for every subcommand");
     int exit_code = 0;
+    idem::cli::add_migrate_command(app);
+    idem::cli::add_purge_command(app);
     idem::cli::add_key_commands(app, exit_code);
+    idem::cli::add_inspect_command(app, exit_code);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -31,6 +37,9 @@ int main(int argc, char** argv) {
         return 2;
     } catch (const idem::error& e) {
         std::cerr << e.what() << '\n';
+        return 1;
+    } catch (const std::exception& e) {
+        std::cerr << "idem: " << e.what() << '\n';
         return 1;
     }
     return exit_code;

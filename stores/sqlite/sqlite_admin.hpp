@@ -1,0 +1,33 @@
+// The operator's statements on one SQLite connection (store_admin): look at a
+// record, count expired rows. Prepared on a connection's first admin call only,
+// so connections that never serve one pay nothing.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "idem/store_admin.hpp"
+#include "sql/sqlite_native.hpp"
+
+namespace idem::detail::sqlite {
+
+class admin_statements {
+public:
+    explicit admin_statements(database* db);
+
+    [[nodiscard]] database* db() const noexcept { return inspect_.db(); }
+
+    // The row of `digest`, expired or not; `now` in milliseconds since the epoch.
+    [[nodiscard]] std::optional<record_state> inspect(const std::array<std::byte, 32>& digest, bool with_payload,
+                                                      std::int64_t now);
+    // Rows with expires_at <= cutoff.
+    [[nodiscard]] std::size_t count_expired(std::int64_t cutoff);
+
+private:
+    statement inspect_;
+    statement count_;
+};
+
+}  // namespace idem::detail::sqlite

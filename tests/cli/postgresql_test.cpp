@@ -1,0 +1,232 @@
+// The idem command on PostgreSQL: a database of its own per test on a
+// throwaway server (or IDEM_TEST_POSTGRES), named by a postgresql:// URI.
+#include <doctest/doctest.h>
+#include <libpq-fe.h>
+
+#include <unistd.h>
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+
+#include "cli_support.hpp"
+#include "idem/postgresql_store.hpp"
+#include "postgres_server.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace idem::test::cli;
+
+std::string percent_encoded(std::string_view value) {
+    static constexpr char digits[] = "0123456789ABCDEF";
+    std::string out;
+    for (const char c : value) {
+        const auto u = static_cast<unsigned char>(c);
+        if (std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+            out += c;
+        } else {
+            out += '%';
+            out += digits[u >> 4];
+            out += digits[u & 15];
+        }
+    }
+    return out;
+}
+
+// A libpq key=value string as the postgresql:// URI the command takes: every
+// setting as a query parameter.
+std::string as_uri(const std::string& conninfo, const std::string& database) {
+    PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), nullptr);
+    if (options == nullptr) throw std::runtime_error("not a libpq connection string");
+    std::string query = "dbname=" + percent_encoded(database);
+    for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+        if (o->val == nullptr || std::string_view(o->keyword) == "dbname") continue;
+        query += "&" + std::string(o->keyword) + "=" + percent_encoded(o->val);
+    }
+    PQconninfoFree(options);
+    return "postgresql:///?" + query;
+}
+
+// A statement without results.
+void execute(const std::string& uri, const std::string& sql) {
+    PGconn* conn = PQconnectdb(uri.c_str());
+    const std::unique_ptr<PGconn, decltype(&PQfinish)> owner(conn, PQfinish);
+    if (PQstatus(conn) != CONNECTION_OK)
+        throw std::runtime_error(std::string("cannot connect: ") + PQerrorMessage(conn));
+    PGresult* r = PQexec(conn, sql.c_str());
+    const auto status = PQresultStatus(r);
+    PQclear(r);
+    if (status != PGRES_COMMAND_OK) throw std::runtime_error(sql + ": " + PQerrorMessage(conn));
+}
+
+long long count(const std::string& uri, const std::string& where = "true") {
+    PGconn* conn = PQconnectdb(uri.c_str());
+    const std::unique_ptr<PGconn, decltype(&PQfinish)> owner(conn, PQfinish);
+    PGresult* r = PQexec(conn, ("SELECT count(*) FROM idem_records WHERE " + where).c_str());
+    const bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+    const long long n = ok ? std::stoll(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    if (!ok) throw std::runtime_error(std::string("count: ") + PQerrorMessage(conn));
+    return n;
+}
+
+// A fresh database for one test, dropped afterwards.
+struct pg_database {
+    std::string server = idem::test::shared_postgres();
+    std::string name = "idem_cli_" + std::to_string(getpid()) + "_" + std::to_string(next());
+    std::string uri;
+
+    pg_database() {
+        execute(server, "CREATE DATABASE " + name);
+        uri = as_uri(server, name);
+    }
+    ~pg_database() {
+        try {
+            execute(server, "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+        } catch (...) {
+            // the server goes away with the process anyway
+        }
+    }
+    static int next() {
+        static std::atomic<int> n{0};
+        return ++n;
+    }
+
+    [[nodiscard]] long long rows(const std::string& where = "true") const { return count(uri, where); }
+    [[nodiscard]] long long expired_rows() const { return rows("expires_at <= clock_timestamp()"); }
+
+    // `n` completed rows named prefix-i, expired `ago` (an SQL interval) ago.
+    void seed_expired(const std::string& prefix, int n, const std::string& ago) const {
+        execute(uri,
+                "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, payload, "
+                "completed, created_at, expires_at) "
+                "SELECT sha256(convert_to('" +
+                    prefix + "-' || i, 'UTF8')), 'cli', 'tenant:acme', '" + prefix +
+                    "-' || i, '\\x01', 'fp', 'x', true, clock_timestamp() - interval '" + ago +
+                    "' - interval '1 hour', clock_timestamp() - interval '" + ago +
+                    "' "
+                    "FROM generate_series(0, " +
+                    std::to_string(n - 1) + ") AS i");
+    }
+};
+
+}  // namespace
+
+TEST_CASE("postgresql: migrate applies the schema once, then nothing, exit 0 both times") {
+    workspace w;
+    pg_database db;
+    auto r = w.idem({"migrate", "--db", db.uri});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "applied 0001_create_records\n");
+    r = w.idem({"migrate", "--db", "postgres" + db.uri.substr(10)});  // postgres:// too
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "nothing to apply: the schema is up to date\n");
+    CHECK(db.rows() == 0);
+}
+
+TEST_CASE("postgresql: inspect in flight, completed (payload only with --payload) and expired records") {
+    workspace w;
+    pg_database db;
+    w.migrate(db.uri);
+    const std::string payload("{\"receipt\":1}\0\xff", 15);
+    {
+        idem::postgresql_store store{{.connection = db.uri, .migrate_on_open = false}};
+        const auto done = store.try_reserve(key_of("pg", 0), "fp", 1min);
+        REQUIRE(store.complete(key_of("pg", 0), done.token, "fp", payload, 24h));
+        REQUIRE(store.try_reserve(key_of("pg", 1), "fp", 10min).status == idem::reservation_status::reserved);
+    }
+    auto r = w.idem({"inspect", "--db", db.uri, "--key-hash", digest_hex(key_of("pg", 0))});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "state:          completed\n"));
+    CHECK(contains(r.out, "retention left: 23h 59m\n"));
+    CHECK(contains(r.out, "payload:        15 bytes\n"));
+    CHECK(!contains(r.out, "receipt"));
+    r = w.idem({"inspect", "--db", db.uri, "--namespace", "cli", "--tenant", "acme", "--key", "pg-0", "--payload"});
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == payload);
+
+    r = w.idem({"inspect", "--db", db.uri, "--key-hash", digest_hex(key_of("pg", 1))});
+    CHECK(contains(r.out, "state:          in flight\n"));
+    CHECK(contains(r.out, "lease left:     9m "));
+
+    execute(db.uri, "UPDATE idem_records SET expires_at = clock_timestamp() - interval '2 hours 30 seconds'");
+    r = w.idem({"inspect", "--db", db.uri, "--key-hash", digest_hex(key_of("pg", 0))});
+    CHECK(contains(r.out, "state:          expired (was completed)\n"));
+    CHECK(contains(r.out, "expired:        2h 0m ago\n"));
+
+    r = w.idem({"inspect", "--db", db.uri, "--key-hash", digest_hex(key_of("pg", 2))});
+    CHECK(r.exit_code == 3);
+}
+
+TEST_CASE("postgresql: purge --dry-run, --older-than, --batch and --max-rows; live rows stay") {
+    workspace w;
+    pg_database db;
+    w.migrate(db.uri);
+    db.seed_expired("old", 300, "3 hours");
+    db.seed_expired("recent", 200, "10 minutes");
+    {
+        idem::postgresql_store store{{.connection = db.uri, .migrate_on_open = false}};
+        for (int i = 0; i < 20; ++i)
+            REQUIRE(store.try_reserve(key_of("live", i), "fp", 10min).status == idem::reservation_status::reserved);
+    }
+    REQUIRE(db.expired_rows() == 500);
+
+    CHECK(w.idem({"purge", "--db", db.uri, "--dry-run"}).out == "would purge 500 rows expired\n");
+    CHECK(w.idem({"purge", "--db", db.uri, "--dry-run", "--older-than", "1h"}).out ==
+          "would purge 300 rows expired for over 1h\n");
+    CHECK(w.idem({"purge", "--db", db.uri, "--older-than", "bad"}).exit_code == 2);
+    CHECK(db.rows() == 520);
+
+    auto r = w.idem({"purge", "--db", db.uri, "--older-than", "1h", "--batch", "100", "--max-rows", "250"});
+    CHECK(purged(r) == 250);
+    CHECK(contains(r.out, " in 3 batches, "));
+    CHECK(purged(w.idem({"purge", "--db", db.uri, "--older-than", "1h"})) == 50);
+    CHECK(db.rows("key LIKE 'recent-%'") == 200);
+    CHECK(purged(w.idem({"purge", "--db", db.uri})) == 200);
+    CHECK(db.rows() == 20);
+    CHECK(db.rows("key LIKE 'live-%' AND NOT completed") == 20);
+}
+
+TEST_CASE("postgresql: two purges at once delete each expired row exactly once") {
+    workspace w;
+    pg_database db;
+    w.migrate(db.uri);
+    const int expired = 20000;
+    db.seed_expired("old", expired, "2 hours");
+    purge_twice_at_once(w, db.uri, expired);
+    CHECK(db.rows() == 0);
+}
+
+TEST_CASE("postgresql: purge never touches live rows while another process keeps reserving") {
+    workspace w;
+    pg_database db;
+    w.migrate(db.uri);
+    const int expired = 20000;
+    db.seed_expired("old", expired, "2 hours");
+
+    traffic live(db.uri, "live");
+    const int before = live.written();
+    const auto r = w.idem({"purge", "--db", db.uri, "--batch", "200"});
+    const int after = live.written();
+    const auto [written, errors] = live.stop();
+
+    MESSAGE("the worker wrote " << after - before << " records during the purge (" << written << " in all)");
+    CHECK(purged(r) == expired);
+    CHECK(after > before);
+    CHECK(errors == 0);
+    CHECK(db.rows("key LIKE 'live-%'") == written);
+    CHECK(db.rows("key LIKE 'live-%' AND NOT completed") == written / 2);
+    CHECK(db.rows() == written);
+}
+
+TEST_CASE("postgresql: a server that cannot be reached is a database error (exit 1), never echoing the password") {
+    workspace w;
+    for (const char* command : {"migrate", "purge"}) {
+        const auto r = w.idem({command, "--db", "postgresql://idem:secret@127.0.0.1:1/idem?connect_timeout=5"});
+        CAPTURE(r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(!contains(r.err, "secret"));
+    }
+}

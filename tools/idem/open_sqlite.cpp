@@ -1,0 +1,28 @@
+// Opens the SQLite store for the admin commands.
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "database_url.hpp"
+#include "idem/error.hpp"
+#include "idem/sqlite_store.hpp"
+
+namespace idem::cli {
+
+std::unique_ptr<store_admin> open_sqlite(const std::string& path, open_mode mode) {
+    std::error_code ec;
+    if (mode == open_mode::existing && !std::filesystem::exists(path, ec))
+        throw store_error(store_failure::connection_lost, fmt::format("idem: no SQLite database at {}", path));
+    sqlite_store_options options;
+    options.path = path;
+    // An operator's job may wait for busy writers longer than a request would.
+    options.connection.busy_timeout = std::chrono::seconds(30);
+    options.pool_size = 1;
+    options.migrate_on_open = false;
+    return std::make_unique<sqlite_store>(std::move(options));
+}
+
+}  // namespace idem::cli

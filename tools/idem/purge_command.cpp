@@ -1,0 +1,128 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "admin_commands.hpp"
+#include "database_url.hpp"
+#include "duration_arg.hpp"
+
+namespace idem::cli {
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+struct purge_args {
+    std::string url;
+    // Signed: CLI11 would read "-1" into an unsigned as a huge count.
+    std::int64_t batch = 1000;
+    std::int64_t max_rows = 0;  // 0: no bound
+    bool dry_run = false;
+    bool progress = false;
+    std::string older_than = "0s";
+};
+
+double seconds_since(steady::time_point start) {
+    return std::chrono::duration<double>(steady::now() - start).count();
+}
+
+// One line on stderr, rewritten in place (carriage return, then padding over
+// what the previous one left), at most ten times a second.
+class progress_line {
+public:
+    progress_line(std::size_t expected, steady::time_point start) : expected_(expected), start_(start) {}
+
+    void update(std::size_t deleted, bool last) {
+        const auto now = steady::now();
+        if (!last && now - shown_ < 100ms) return;
+        shown_ = now;
+        const double elapsed = seconds_since(start_);
+        const double rate = elapsed > 0 ? static_cast<double>(deleted) / elapsed : 0;
+        const std::size_t left = expected_ > deleted ? expected_ - deleted : 0;
+        std::string line = fmt::format("deleted {} rows, {:.0f} rows/s, about {} left", deleted, rate, left);
+        if (left > 0 && rate > 0) line += fmt::format(" (~{:.0f}s)", static_cast<double>(left) / rate);
+        const std::size_t width = line.size();
+        line.resize(std::max(width, width_), ' ');
+        width_ = width;
+        std::cerr << '\r' << line << (last ? "\n" : "") << std::flush;
+    }
+
+private:
+    std::size_t expected_;
+    steady::time_point start_;
+    steady::time_point shown_{};
+    std::size_t width_ = 0;
+};
+
+void purge(const purge_args& args) {
+    const duration older_than = parse_duration(args.older_than);
+    const auto store = open_store(parse_database_url(args.url), open_mode::existing);
+    const std::size_t batch = static_cast<std::size_t>(args.batch);
+    const std::size_t bound =
+        args.max_rows == 0 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(args.max_rows);
+    const std::string age = older_than > duration::zero() ? " for over " + args.older_than : "";
+
+    if (args.dry_run) {
+        const std::size_t expired = store->count_expired(older_than);
+        std::cout << fmt::format("would purge {} rows expired{}", std::min(expired, bound), age);
+        if (expired > bound) std::cout << fmt::format(" (of {}; --max-rows)", expired);
+        std::cout << '\n';
+        return;
+    }
+
+    const auto start = steady::now();
+    std::optional<progress_line> progress;
+    if (args.progress || ::isatty(STDERR_FILENO) == 1)
+        progress.emplace(std::min(store->count_expired(older_than), bound), start);
+    std::size_t deleted = 0;
+    std::size_t batches = 0;
+    while (deleted < bound) {
+        const std::size_t want = std::min(batch, bound - deleted);
+        const auto batch_start = steady::now();
+        const std::size_t n = store->purge_batch(want, older_than);
+        ++batches;
+        deleted += n;
+        if (progress) progress->update(deleted, false);
+        if (n < want || deleted == bound) break;  // none left (rows expiring meanwhile wait for the next run)
+        // Rest as long as the batch held the write lock, so that writers waiting
+        // for it (busy handlers poll, they do not queue) get it in between.
+        std::this_thread::sleep_for(std::clamp<steady::duration>(steady::now() - batch_start, 1ms, 100ms));
+    }
+    if (progress) progress->update(deleted, true);
+    const double elapsed = seconds_since(start);
+    std::cout << fmt::format("purged {} rows expired{} in {} batch{}, {:.2f}s ({:.0f} rows/s){}\n", deleted, age,
+                             batches, batches == 1 ? "" : "es", elapsed,
+                             elapsed > 0 ? static_cast<double>(deleted) / elapsed : 0.0,
+                             deleted == bound ? "; stopped at --max-rows" : "");
+}
+
+}  // namespace
+
+void add_purge_command(CLI::App& app) {
+    auto args = std::make_shared<purge_args>();
+    auto* command =
+        app.add_subcommand("purge", "Delete expired records in bounded batches, each its own short transaction");
+    add_database_option(*command, args->url);
+    command->add_option("--batch", args->batch, "Rows per transaction (default 1000)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{100000}));
+    command->add_option("--max-rows", args->max_rows, "Stop after deleting this many rows (default: no bound)")
+        ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()));
+    command->add_flag("--dry-run", args->dry_run, "Count the rows a purge would delete; delete nothing");
+    command->add_flag("--progress", args->progress, "Show progress on stderr even when it is not a terminal");
+    command->add_option("--older-than", args->older_than,
+                        fmt::format("Only rows expired at least this long ago: {} (default 0s)", duration_forms));
+    command->callback([args] { purge(*args); });
+}
+
+}  // namespace idem::cli
