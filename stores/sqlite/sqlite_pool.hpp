@@ -12,6 +12,7 @@
 
 #include "idem/sqlite_store.hpp"
 #include "idem/transaction_runner.hpp"
+#include "sqlite_records.hpp"
 
 namespace idem::detail::sqlite {
 
@@ -20,6 +21,8 @@ struct pooled_connection {
 
     soci::session session;
     std::unique_ptr<transaction_runner> runner;  // declared after the session: dies first
+    // Statements run outside any transaction (autocommit reads); prepared on first use.
+    std::unique_ptr<record_statements> reader;
 };
 
 class connection_pool {

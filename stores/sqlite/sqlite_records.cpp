@@ -90,6 +90,20 @@ reservation record_statements::read_live(const record_key& key, std::string_view
     // The upsert left the row alone, so it exists and is live (in this
     // transaction, which holds the write lock), unless it is malformed.
     if (!s->step()) corrupt(key, "it vanished between two statements of one transaction");
+    return decide(s, key, fingerprint);
+}
+
+std::optional<reservation> record_statements::peek(const record_key& key, std::string_view fingerprint,
+                                                   std::int64_t now) {
+    statement_use s(lookup_);
+    s->bind(1, key.digest());
+    if (!s->step()) return std::nullopt;
+    const auto expires_at = s->column_int(4);
+    if (expires_at && *expires_at <= now) return std::nullopt;
+    return decide(s, key, fingerprint);
+}
+
+reservation record_statements::decide(statement_use& s, const record_key& key, std::string_view fingerprint) {
     const auto state = s->column_int(0);
     const auto stored_token = s->column_text(1);
     const auto stored_fingerprint = s->column_blob(2);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "idem/record_store.hpp"
@@ -27,6 +28,11 @@ public:
     // only when a live entry is in the way does a second one read it.
     [[nodiscard]] reservation try_reserve(const record_key& key, std::string_view fingerprint, std::string_view token,
                                           record_times t);
+    // Reads the entry without a write lock: the answer when it is live (in flight,
+    // completed or a mismatch, true as of this read); nullopt when it is absent or
+    // expired and only a reservation can tell.
+    [[nodiscard]] std::optional<reservation> peek(const record_key& key, std::string_view fingerprint,
+                                                  std::int64_t now);
     // Completes the entry carrying `token`, or an absent/expired one; one statement.
     [[nodiscard]] bool complete(const record_key& key, std::string_view token, std::string_view fingerprint,
                                 std::string_view payload, record_times t);
@@ -36,6 +42,8 @@ public:
 
 private:
     [[nodiscard]] reservation read_live(const record_key& key, std::string_view fingerprint);
+    // The decision for the row `s` stands on (bound and stepped), checked for corruption.
+    [[nodiscard]] static reservation decide(statement_use& s, const record_key& key, std::string_view fingerprint);
 
     statement reserve_;
     statement lookup_;

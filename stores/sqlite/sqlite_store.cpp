@@ -140,6 +140,13 @@ std::vector<std::string> sqlite_store::migrate() {
 }
 
 reservation sqlite_store::do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
+    // A retry of finished or running work is answered by a plain read, without
+    // taking the file's write lock; only an absent or expired entry needs one.
+    if (impl_->open_on_this_file() == nullptr) {
+        auto c = impl_->pool.acquire();
+        if (!c->reader) c->reader = std::make_unique<sqlite::record_statements>(sqlite::native_handle(c->session));
+        if (auto live = c->reader->peek(key, fingerprint, impl_->now())) return std::move(*live);
+    }
     return impl_->detached([&](sqlite::record_statements& s) {
         return s.try_reserve(key, fingerprint, detail::new_token(), impl_->times(lease));
     });

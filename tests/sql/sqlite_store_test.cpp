@@ -356,3 +356,45 @@ TEST_CASE("sqlite store: a transaction on another file does not capture the deta
                     business_failure);
     CHECK(f.detached_status("j-3") == reservation_status::in_flight);  // committed on the store's own connection
 }
+
+TEST_CASE("sqlite store: a retry of finished or running work is answered without waiting for the write lock") {
+    fixture f;
+    REQUIRE(bank::transfer(f.store, *f.runner, "done", 5) == bank::outcome::executed);
+    auto running = f.store.try_reserve(bank::transfer_key("running"), bank::fingerprint, 1min);
+    REQUIRE(running.status == reservation_status::reserved);
+
+    // Another process holds the file's only write lock for a while.
+    soci::session writer;
+    idem::open_sqlite_session(writer, f.db, fast);
+    writer << "BEGIN IMMEDIATE";
+    const auto start = std::chrono::steady_clock::now();
+    std::future<std::pair<reservation_status, reservation_status>> answers = std::async(std::launch::async, [&] {
+        return std::pair{f.store.try_reserve(bank::transfer_key("done"), bank::fingerprint, 1min).status,
+                         f.store.try_reserve(bank::transfer_key("running"), bank::fingerprint, 1min).status};
+    });
+    REQUIRE(answers.wait_for(2s) == std::future_status::ready);
+    const auto [done, in_flight] = answers.get();
+    CHECK(done == reservation_status::completed);
+    CHECK(in_flight == reservation_status::in_flight);
+    CHECK(std::chrono::steady_clock::now() - start < 1s);
+    CHECK(f.store.try_reserve(bank::transfer_key("done"), "other", 1min).status ==
+          reservation_status::fingerprint_mismatch);
+
+    // A fresh key needs the lock: it waits for the writer, then reserves.
+    auto fresh = std::async(std::launch::async, [&] {
+        return f.store.try_reserve(bank::transfer_key("fresh"), bank::fingerprint, 1min).status;
+    });
+    CHECK(fresh.wait_for(200ms) == std::future_status::timeout);
+    writer << "COMMIT";
+    CHECK(fresh.get() == reservation_status::reserved);
+}
+
+TEST_CASE("sqlite store: an expired entry is not answered by the read; the reservation takes it over") {
+    fixture f;
+    auto first = f.store.try_reserve(bank::transfer_key("k"), bank::fingerprint, 1min);
+    REQUIRE(first.status == reservation_status::reserved);
+    f.clock->advance(2min);
+    auto again = f.store.try_reserve(bank::transfer_key("k"), bank::fingerprint, 1min);
+    CHECK(again.status == reservation_status::reserved);
+    CHECK(again.token != first.token);
+}
