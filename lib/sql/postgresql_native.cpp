@@ -63,12 +63,20 @@ PGconn* native_handle(soci::session& session) {
 bool broken(const PGconn* conn) noexcept { return conn == nullptr || PQstatus(conn) == CONNECTION_BAD; }
 
 bool still_usable(PGconn* conn) noexcept {
-    if (broken(conn)) return false;
-    pollfd waiting{PQsocket(conn), POLLIN, 0};
-    if (::poll(&waiting, 1, 0) <= 0) return true;  // nothing arrived while it was idle
-    if (PQconsumeInput(conn) == 0) return false;
-    while (PGnotify* note = PQnotifies(conn)) PQfreemem(note);
+    // A server that shuts down sends a FATAL message, then closes the socket:
+    // the first read takes the message, a later one sees the end of the stream.
+    for (int reads = 0; reads < 8; ++reads) {
+        if (broken(conn)) return false;
+        pollfd waiting{PQsocket(conn), POLLIN, 0};
+        if (::poll(&waiting, 1, 0) <= 0) return true;  // nothing (more) arrived while it was idle
+        if (PQconsumeInput(conn) == 0) return false;
+        while (PGnotify* note = PQnotifies(conn)) PQfreemem(note);
+    }
     return !broken(conn);
+}
+
+void silence_notices(PGconn* conn) noexcept {
+    PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
 }
 
 store_failure classify(std::string_view sqlstate) noexcept {

@@ -37,6 +37,9 @@ inline constexpr Oid interval_oid = 1186;
 // (a server that shut down says so, then closes the socket) without a round trip.
 // False when it is no longer usable.
 [[nodiscard]] bool still_usable(PGconn* conn) noexcept;
+// Drops what the server says outside any statement (notices, the FATAL of a
+// shutdown) instead of libpq's default of printing it to stderr.
+void silence_notices(PGconn* conn) noexcept;
 
 [[nodiscard]] store_failure classify(std::string_view sqlstate) noexcept;
 // The error of a failed `result` (null when libpq had none) on `conn`. Its

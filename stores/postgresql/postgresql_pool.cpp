@@ -25,6 +25,7 @@ bool reusable(PGconn* conn) noexcept {
 pooled_connection::pooled_connection(const postgresql_store_options& options) {
     open_postgresql_session(session, options.connection);
     PGconn* conn = native_handle(session);
+    silence_notices(conn);
     (void)execute(conn, session_settings(options).c_str(), "configuring a connection");
     statements = std::make_shared<record_statements>(conn);
 }
