@@ -69,15 +69,24 @@ const std::string complete_sql = std::string(complete_insert) + "\n    WHERE " I
                                  std::string(complete_conflict) + R"(
 SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM completed))";
 
-// Sent with COMMIT: the reserve of this transaction checked the isolation level.
-const std::string complete_at_commit_sql = std::string(complete_insert) + std::string(complete_conflict) + R"(
-SELECT idem_require_completed(EXISTS (SELECT FROM completed)))";
-
 constexpr Oid complete_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid,
                                   bytea_oid, bytea_oid, bytea_oid, interval_oid};
 const statement_text complete_text{complete_sql.c_str(), complete_types, "completing a record"};
-const statement_text complete_at_commit_text{complete_at_commit_sql.c_str(), complete_types,
-                                             "completing a record at commit"};
+
+// Sent with COMMIT, only by the transaction that reserved the key: its row is
+// there, carries this token and is locked by this transaction, so a plain
+// UPDATE does (the reserve checked the isolation level and wrote the
+// fingerprint). Completing nothing makes it fail, so the COMMIT behind it does not happen.
+// $1 key_hash, $2 token, $3 payload, $4 retention.
+constexpr Oid complete_at_commit_types[] = {bytea_oid, bytea_oid, bytea_oid, interval_oid};
+constexpr statement_text complete_at_commit_text{R"(
+WITH completed AS (
+    UPDATE idem_records SET payload = $3, completed = true, created_at = clock_timestamp(),
+                            expires_at = clock_timestamp() + $4
+    WHERE key_hash = $1 AND token = $2 AND NOT completed
+    RETURNING 1)
+SELECT idem_require_completed(EXISTS (SELECT FROM completed)))",
+                                                 complete_at_commit_types, "completing a record at commit"};
 
 constexpr Oid release_types[] = {bytea_oid, bytea_oid};
 constexpr statement_text release_text{R"(
@@ -162,29 +171,18 @@ std::string_view readable(std::string_view part, std::string& scratch) {
 class record_statements::completion final : public deferred_statement {
 public:
     completion(std::shared_ptr<record_statements> owner, const record_key& key, std::string_view token,
-               std::string_view fingerprint, std::string_view payload, duration retention)
-        : owner_(std::move(owner)),
-          digest_(key.digest()),
-          token_(token),
-          fingerprint_(fingerprint),
-          payload_(payload),
-          retention_(retention) {
-        std::string scratch;
-        name_space_ = readable(key.name_space(), scratch);
-        scope_ = readable(key.owner().text(), scratch);
-        key_ = readable(key.key(), scratch);
-    }
+               std::string_view payload, duration retention)
+        : owner_(std::move(owner)), digest_(key.digest()), token_(token), payload_(payload), retention_(retention) {}
 
     void queue(pipeline& p) override {
-        values_.bytes(digest_).bytes(name_space_).bytes(scope_).bytes(key_);
-        values_.bytes(token_).bytes(fingerprint_).bytes(payload_).interval(retention_);
+        values_.bytes(digest_).bytes(token_).bytes(payload_).interval(retention_);
         owner_->complete_at_commit_.queue(p, values_);
     }
 
 private:
     std::shared_ptr<record_statements> owner_;
     std::array<std::byte, 32> digest_;
-    std::string name_space_, scope_, key_, token_, fingerprint_, payload_;
+    std::string token_, payload_;
     duration retention_;
     parameters values_;
 };
@@ -283,10 +281,9 @@ bool record_statements::complete(const record_key& key, std::string_view token, 
 
 std::unique_ptr<deferred_statement> record_statements::complete_at_commit(const record_key& key,
                                                                           std::string_view token,
-                                                                          std::string_view fingerprint,
                                                                           std::string_view payload,
                                                                           duration retention) {
-    return std::make_unique<completion>(shared_from_this(), key, token, fingerprint, payload, retention);
+    return std::make_unique<completion>(shared_from_this(), key, token, payload, retention);
 }
 
 bool record_statements::release(const record_key& key, std::string_view token) {

@@ -34,9 +34,9 @@ public:
     // Completes the entry carrying `token`, or an absent or expired one; one statement.
     [[nodiscard]] bool complete(const record_key& key, std::string_view token, std::string_view fingerprint,
                                 std::string_view payload, duration retention);
-    // The same, to be sent with COMMIT: fails the transaction when it completes nothing.
+    // Completes the entry this connection's transaction reserved (reserved_in()),
+    // sent with COMMIT: fails the transaction when it completes nothing.
     [[nodiscard]] std::unique_ptr<deferred_statement> complete_at_commit(const record_key& key, std::string_view token,
-                                                                         std::string_view fingerprint,
                                                                          std::string_view payload, duration retention);
     [[nodiscard]] bool release(const record_key& key, std::string_view token);
 

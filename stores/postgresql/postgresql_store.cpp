@@ -155,7 +155,7 @@ bool postgresql_store::do_complete_in(transaction& tx, const record_key& key, st
     // statement rides with it and fails the commit if it completes nothing.
     auto* fast = dynamic_cast<detail::fast_path*>(&tx);
     if (fast != nullptr && fast->may_defer() && s.reserved_in(fast->serial(), key, token)) {
-        fast->defer(s.complete_at_commit(key, token, fingerprint, payload, retention));
+        fast->defer(s.complete_at_commit(key, token, payload, retention));
         return true;
     }
     return s.complete(key, token, fingerprint, payload, retention);
