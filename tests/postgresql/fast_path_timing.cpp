@@ -55,12 +55,14 @@ double cpu_of(int pid) {
 
 struct sample {
     double per_second;
-    double cpu_micros;  // client and server process, per transfer
+    double cpu_micros;     // client and server process, per transfer
+    double client_micros;  // of which the client
 };
 
 // Transfers per second of `op` for `span`, and what each cost in CPU.
 sample measure(const std::function<void()>& op, std::chrono::milliseconds span, int backend) {
-    const double cpu_before = own_cpu() + cpu_of(backend);
+    const double client_before = own_cpu();
+    const double cpu_before = client_before + cpu_of(backend);
     const auto start = clock_type::now();
     long n = 0;
     while (clock_type::now() - start < span) {
@@ -68,8 +70,10 @@ sample measure(const std::function<void()>& op, std::chrono::milliseconds span, 
         n += 8;
     }
     const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-    const double cpu = own_cpu() + cpu_of(backend) - cpu_before;
-    return {static_cast<double>(n) / seconds, cpu * 1e6 / static_cast<double>(n)};
+    const double client = own_cpu();
+    const double cpu = client + cpu_of(backend) - cpu_before;
+    return {static_cast<double>(n) / seconds, cpu * 1e6 / static_cast<double>(n),
+            (client - client_before) * 1e6 / static_cast<double>(n)};
 }
 
 double median(std::vector<double> v) {
@@ -144,12 +148,14 @@ int main(int argc, char** argv) {
 
     std::array<std::vector<double>, 3> rates;
     std::array<std::vector<double>, 3> cpu;
+    std::array<std::vector<double>, 3> client_cpu;
     for (int r = 0; r < rounds; ++r)
         for (std::size_t n = 0; n < ways.size(); ++n) {
             const std::size_t w = (n + static_cast<std::size_t>(r)) % ways.size();  // rotate who goes first
             const sample s = measure(ways[w].second, span, backend);
             rates[w].push_back(s.per_second);
             cpu[w].push_back(s.cpu_micros);
+            client_cpu[w].push_back(s.client_micros);
         }
     const double bare = median(rates[0]);
     const double bare_cpu = median(cpu[0]);
@@ -160,8 +166,8 @@ int main(int argc, char** argv) {
                     return load.c_str();
                 }());
     for (std::size_t w = 0; w < ways.size(); ++w)
-        std::printf("  %-5s %8.0f transfers/s  %.3f of bare | CPU %6.1f us/transfer (client + server)  bare/this %.3f\n",
-                    ways[w].first, median(rates[w]), median(rates[w]) / bare, median(cpu[w]),
+        std::printf("  %-5s %8.0f transfers/s  %.3f of bare | CPU %6.1f us/transfer (client %5.1f)  bare/this %.3f\n",
+                    ways[w].first, median(rates[w]), median(rates[w]) / bare, median(cpu[w]), median(client_cpu[w]),
                     bare_cpu / median(cpu[w]));
     return 0;
 }
