@@ -8,11 +8,12 @@
 // back). The plain record_store calls (the detached view) use the store's own
 // pooled connections, one short transaction each:
 //
-//   idem::postgresql_store store{{.connection = "postgresql://app@db/bank"}};  // schema migrated
+//   auto store = std::make_shared<idem::postgresql_store>(
+//       idem::postgresql_store_options{.connection = "postgresql://app@db/bank"});  // schema migrated
+//   idem::executor exec{store};
 //   soci::session session;
-//   idem::open_postgresql_session(session, "postgresql://app@db/bank");
+//   idem::open_postgresql_session(session, "postgresql://app@db/bank");  // your business connection
 //   idem::transaction_runner runner{session};
-//   idem::executor exec{std::shared_ptr<idem::record_store>(&store, [](auto*) {})};
 //   auto e = idem::execute_in_transaction(exec, runner, key, fingerprint, {},
 //       [&](idem::transaction& tx) { return move_money(tx.session()); }, idem::string_codec{});
 //

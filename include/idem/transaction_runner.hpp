@@ -16,7 +16,11 @@
 // their first write); PostgreSQL ones with BEGIN and the chosen isolation level.
 // Statement failures of the runner itself are idem::store_error; a rollback
 // that fails leaves the transaction in doubt and throws idem::transaction_error
-// with the original exception nested. Not thread-safe, like the session.
+// with the original exception nested. A connection that is gone is the
+// exception: the server ends its transaction by itself, so the runner reports
+// the failure that led to the rollback (store_error, is_connection_lost() for
+// its own statements), and only a COMMIT whose answer was lost leaves the
+// transaction in doubt. Not thread-safe, like the session.
 #pragma once
 
 #include <memory>

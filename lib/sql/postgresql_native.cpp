@@ -4,7 +4,6 @@
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/session.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>

@@ -145,8 +145,7 @@ public:
     void execute(const std::string& name, const statement_text& text, const parameters& values);
 
     void run();
-    // The result of the n-th queued item (after run()).
-    [[nodiscard]] const result& operator[](std::size_t n) const noexcept { return items_[n].outcome; }
+    // The result of the last queued statement (after run()).
     [[nodiscard]] const result& last() const noexcept { return items_[count_ - 1].outcome; }
 
 private:

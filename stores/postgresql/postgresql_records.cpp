@@ -52,26 +52,22 @@ FROM idem_records WHERE key_hash = $1 FOR UPDATE)",
 
 // $7 payload, $8 retention. A live entry with another token, or a completed
 // one, stays as it is.
-constexpr std::string_view complete_insert = R"(
+constexpr Oid complete_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid,
+                                  bytea_oid, bytea_oid, bytea_oid, interval_oid};
+constexpr statement_text complete_text{R"(
 WITH completed AS (
     INSERT INTO idem_records AS r
         (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
     SELECT $1, convert_from($2, 'UTF8'), convert_from($3, 'UTF8'), convert_from($4, 'UTF8'), $5, $6, $7, true,
-           clock_timestamp(), clock_timestamp() + $8)";
-constexpr std::string_view complete_conflict = R"(
+           clock_timestamp(), clock_timestamp() + $8
+    WHERE )" IDEM_READ_COMMITTED R"(
     ON CONFLICT (key_hash) DO UPDATE
         SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = EXCLUDED.payload, completed = true,
             created_at = clock_timestamp(), expires_at = clock_timestamp() + $8
         WHERE r.expires_at <= clock_timestamp() OR (NOT r.completed AND r.token = EXCLUDED.token)
-    RETURNING 1))";
-
-const std::string complete_sql = std::string(complete_insert) + "\n    WHERE " IDEM_READ_COMMITTED +
-                                 std::string(complete_conflict) + R"(
-SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM completed))";
-
-constexpr Oid complete_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid,
-                                  bytea_oid, bytea_oid, bytea_oid, interval_oid};
-const statement_text complete_text{complete_sql.c_str(), complete_types, "completing a record"};
+    RETURNING 1)
+SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM completed))",
+                                       complete_types, "completing a record"};
 
 // Sent with COMMIT, only by the transaction that reserved the key: its row is
 // there, carries this token and is locked by this transaction, so a plain

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bank.hpp"
+#include "expect.hpp"
 #include "idem/execute_in_transaction.hpp"
 #include "idem/executor.hpp"
 #include "postgres_server.hpp"
@@ -19,18 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace bank = idem::test::pg_bank;
 using idem::reservation_status;
-
-// The store error `work` throws (fails the test when it throws nothing or something else).
-template <class Work>
-idem::store_error store_error_of(Work&& work) {
-    try {
-        work();
-    } catch (const idem::store_error& e) {
-        return e;
-    }
-    FAIL("no store_error was thrown");
-    throw std::logic_error("unreachable");
-}
+using idem::test::store_error_of;
 
 // Reconnects a business session once the server is back.
 void reconnect(soci::session& session) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "bank.hpp"
+#include "expect.hpp"
 #include "idem/error.hpp"
 #include "postgres_server.hpp"
 
@@ -22,6 +23,7 @@ namespace bank = idem::test::pg_bank;
 using idem::reservation_status;
 using idem::store_failure;
 using idem::transaction;
+using idem::test::store_error_of;
 
 struct fixture {
     std::string conninfo = idem::test::shared_postgres();
@@ -70,18 +72,6 @@ std::string uri_of(const std::string& conninfo) {
     std::string uri = "postgresql://" + values["user"];
     if (!values["password"].empty()) uri += ":" + values["password"];
     return uri + "@" + values["host"] + ":" + values["port"] + "/" + values["dbname"];
-}
-
-// The store error `work` throws (fails the test when it throws nothing or something else).
-template <class Work>
-idem::store_error store_error_of(Work&& work) {
-    try {
-        work();
-    } catch (const idem::store_error& e) {
-        return e;
-    }
-    FAIL("no store_error was thrown");
-    throw std::logic_error("unreachable");
 }
 
 }  // namespace
@@ -146,55 +136,47 @@ TEST_CASE("postgresql store: release inside the transaction, and a second reserv
     CHECK(f.detached_status("t-4") == reservation_status::in_flight);
 }
 
-TEST_CASE("postgresql store: a duplicate waits on the uncommitted reservation, then replays the committed result") {
-    fixture f;
+// A first transfer reserves `key`, moves the money and holds its transaction
+// open for 300 ms, then commits (or rolls back); a duplicate on another
+// connection arrives meanwhile. Returns the duplicate's outcome and how long it waited.
+std::pair<bank::outcome, std::chrono::milliseconds> duplicate_during(fixture& f, const std::string& key, bool commits) {
     std::promise<void> written;
     std::jthread first([&] {
-        f.runner->run([&](transaction& tx) {
-            auto r = f.store.try_reserve(tx, bank::transfer_key("t-5"), bank::fingerprint, 1min);
-            REQUIRE(r.status == reservation_status::reserved);
-            bank::move_money(tx.session(), "t-5", 10);
-            written.set_value();
-            std::this_thread::sleep_for(300ms);  // the duplicate arrives now
-            REQUIRE(f.store.complete(tx, bank::transfer_key("t-5"), r.token, bank::fingerprint, "moved 10", 24h));
-        });
+        try {
+            f.runner->run([&](transaction& tx) {
+                auto r = f.store.try_reserve(tx, bank::transfer_key(key), bank::fingerprint, 1min);
+                REQUIRE(r.status == reservation_status::reserved);
+                bank::move_money(tx.session(), key, 10);
+                written.set_value();
+                std::this_thread::sleep_for(300ms);  // the duplicate arrives now
+                if (!commits) throw business_failure();
+                REQUIRE(f.store.complete(tx, bank::transfer_key(key), r.token, bank::fingerprint, "moved 10", 24h));
+            });
+        } catch (const business_failure&) {
+        }
     });
     written.get_future().wait();
-
     fixture::other_connection other(f.conninfo);
     const auto started = std::chrono::steady_clock::now();
-    const auto outcome = bank::transfer(f.store, *other.runner, "t-5", 10);
+    const auto outcome = bank::transfer(f.store, *other.runner, key, 10);
     const auto waited = std::chrono::steady_clock::now() - started;
     first.join();
+    return {outcome, std::chrono::duration_cast<std::chrono::milliseconds>(waited)};
+}
+
+TEST_CASE("postgresql store: a duplicate waits on the uncommitted reservation, then replays the committed result") {
+    fixture f;
+    const auto [outcome, waited] = duplicate_during(f, "t-5", true);
     CHECK(outcome == bank::outcome::replayed);
     CHECK(waited >= 200ms);
-    MESSAGE("the duplicate waited " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
-                                    << " ms for the first commit");
+    MESSAGE("the duplicate waited " << waited.count() << " ms for the first commit");
     CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
     CHECK(f.ledger() == 1);
 }
 
 TEST_CASE("postgresql store: a duplicate waiting on a reservation that rolls back runs itself") {
     fixture f;
-    std::promise<void> written;
-    std::jthread first([&] {
-        CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
-            auto r = f.store.try_reserve(tx, bank::transfer_key("t-6"), bank::fingerprint, 1min);
-            REQUIRE(r.status == reservation_status::reserved);
-            bank::move_money(tx.session(), "t-6", 10);
-            written.set_value();
-            std::this_thread::sleep_for(300ms);
-            throw business_failure();
-        }),
-                        business_failure);
-    });
-    written.get_future().wait();
-
-    fixture::other_connection other(f.conninfo);
-    const auto started = std::chrono::steady_clock::now();
-    const auto outcome = bank::transfer(f.store, *other.runner, "t-6", 10);
-    const auto waited = std::chrono::steady_clock::now() - started;
-    first.join();
+    const auto [outcome, waited] = duplicate_during(f, "t-6", false);
     CHECK(outcome == bank::outcome::executed);
     CHECK(waited >= 200ms);
     CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
