@@ -157,6 +157,20 @@ TEST_CASE("executor on postgresql, observe: a record write that fails keeps the 
     CHECK(f.record("o-2") == reservation_status::reserved);  // no record: a retry under enforce runs again
 }
 
+TEST_CASE("executor on postgresql, observe in a REPEATABLE READ transaction: no record, the business data kept") {
+    executor_fixture f;
+    idem::transaction_runner strict(f.session, {.isolation = idem::isolation_level::repeatable_read});
+    auto e = strict.run([&](transaction& tx) {
+        return f.exec.execute(tx, bank::transfer_key("o-4"), bank::fingerprint, {.mode = idem::mode::observe},
+                              f.operation(tx, "o-4"), f.codec);
+    });
+    CHECK(e.status() == execution_status::executed);
+    CHECK(f.sink->logged("idem.observe.record_failed"));  // the store refused to write at this level
+    CHECK(strict.last_state() == idem::transaction_state::committed);
+    CHECK(f.ledger() == 1);
+    CHECK(f.record("o-4") == reservation_status::reserved);
+}
+
 TEST_CASE("executor on postgresql: 32 threads on their own connections run one key exactly once") {
     executor_fixture f;
     constexpr int threads = 32;

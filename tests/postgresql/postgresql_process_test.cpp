@@ -155,9 +155,8 @@ TEST_CASE("a client killed with SIGKILL before its commit leaves nothing; the du
 
 TEST_CASE("migrations started by several processes at once are applied exactly once") {
     bank_database f;
-    f.session << "DROP DATABASE IF EXISTS idem_migrate_race";
-    f.session << "CREATE DATABASE idem_migrate_race";
-    const std::string fresh = f.conninfo + " dbname=idem_migrate_race";
+    idem::test::scratch_database scratch(f.conninfo, "migrate_race");
+    const std::string& fresh = scratch.conninfo();
     auto children = spawn(4, {worker, "migrate", fresh});
     go(children);
     int applied = 0;
@@ -180,7 +179,6 @@ TEST_CASE("migrations started by several processes at once are applied exactly o
         CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 1);
         CHECK(bank::count(session, "SELECT count(*) FROM pg_tables WHERE tablename = 'idem_records'") == 1);
     }
-    f.session << "DROP DATABASE idem_migrate_race WITH (FORCE)";
 }
 
 TEST_CASE("two processes purging at once delete each expired row exactly once, and never a live one") {

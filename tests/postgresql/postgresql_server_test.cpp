@@ -4,12 +4,19 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <signal.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "bank.hpp"
+#include "child_process.hpp"
 #include "expect.hpp"
 #include "idem/execute_in_transaction.hpp"
 #include "idem/executor.hpp"
@@ -178,7 +185,38 @@ TEST_CASE("while the server is down every call is a connection_lost store_error;
     CHECK(e.status() == idem::execution_status::executed);
 }
 
+TEST_CASE("a test process killed with SIGKILL leaves no server and no folder behind") {
+    // This binary, run as "hold-server", starts a server and waits to be killed.
+    idem::test::spawn_options spawn;
+    spawn.argv = {"/proc/self/exe", "hold-server"};
+    spawn.pipe_stdout = true;
+    idem::test::child_process holder(std::move(spawn));
+    const auto line = holder.read_line(60s);
+    REQUIRE(line.has_value());
+    std::istringstream fields(*line);
+    pid_t pid = 0;
+    std::string dir;
+    fields >> pid >> dir;
+    REQUIRE(pid > 0);
+    REQUIRE(std::filesystem::exists(std::filesystem::path(dir) / "data" / "postmaster.pid"));
+
+    holder.signal(SIGKILL);
+    holder.reap();
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while ((!idem::test::process_gone(pid) || std::filesystem::exists(dir)) &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(10ms);
+    CHECK(idem::test::process_gone(pid));
+    CHECK_FALSE(std::filesystem::exists(dir));
+}
+
 int main(int argc, char** argv) {
+    if (argc == 2 && std::string_view(argv[1]) == "hold-server") {
+        idem::test::postgres_server server;
+        std::printf("%d %s\n", static_cast<int>(server.process().pid()), server.process().dir().c_str());
+        std::fflush(stdout);
+        for (;;) pause();
+    }
     if (idem::test::external_postgres()) {
         std::puts("skipped: these tests stop and restart a PostgreSQL server of their own, which they cannot do to "
                   "the server IDEM_TEST_POSTGRES names");

@@ -220,19 +220,16 @@ TEST_CASE("postgresql store: REPEATABLE READ and SERIALIZABLE transactions are r
 
 TEST_CASE("postgresql store: its own connections run at READ COMMITTED whatever the database's default") {
     fixture f;
-    f.session << "DROP DATABASE IF EXISTS idem_strict";
-    f.session << "CREATE DATABASE idem_strict";
-    f.session << "ALTER DATABASE idem_strict SET default_transaction_isolation = 'serializable'";
+    idem::test::scratch_database strict(f.conninfo, "strict");
+    f.session << "ALTER DATABASE " + strict.name() + " SET default_transaction_isolation = 'serializable'";
     {
-        const std::string strict = f.conninfo + " dbname=idem_strict";
-        idem::postgresql_store store{{.connection = strict}};
+        idem::postgresql_store store{{.connection = strict.conninfo()}};
         const idem::record_key key("strict", "k");
         auto r = store.try_reserve(key, "fp", 1min);
         REQUIRE(r.status == reservation_status::reserved);
         CHECK(store.complete(key, r.token, "fp", "done", 1h));
         CHECK(store.try_reserve(key, "fp", 1min).payload == "done");
     }
-    f.session << "DROP DATABASE idem_strict WITH (FORCE)";
 }
 
 TEST_CASE("postgresql store: binary payloads and keys with NUL round-trip; readable columns for operators") {
@@ -317,10 +314,9 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
     CHECK(f.store.migrate().empty());
     CHECK(bank::count(f.session, "SELECT count(*) FROM idem_schema_versions") == 1);
 
-    f.session << "DROP DATABASE IF EXISTS idem_fresh";
-    f.session << "CREATE DATABASE idem_fresh";
     {
-        const std::string fresh = f.conninfo + " dbname=idem_fresh";
+        idem::test::scratch_database scratch(f.conninfo, "fresh");
+        const std::string& fresh = scratch.conninfo();
         idem::postgresql_store store{{.connection = fresh, .migrate_on_open = false}};
         const auto e = store_error_of([&] { (void)store.try_reserve(idem::record_key("m", "k"), "fp", 1min); });
         CHECK(e.failure() == store_failure::schema);
@@ -336,7 +332,6 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
         s << "INSERT INTO idem_schema_versions (version, name) VALUES (99, '0099_future')";
         CHECK(store_error_of([&] { (void)store.migrate(); }).failure() == store_failure::schema);
     }
-    f.session << "DROP DATABASE idem_fresh WITH (FORCE)";
 }
 
 TEST_CASE("postgresql store: bad settings and unreachable servers are typed errors") {
@@ -385,18 +380,16 @@ TEST_CASE("postgresql store: connection strings reach libpq intact: URIs, quoted
 
 TEST_CASE("postgresql store: a transaction on another database is refused before anything is written") {
     fixture f;
-    f.session << "DROP DATABASE IF EXISTS idem_other";
-    f.session << "CREATE DATABASE idem_other";
+    idem::test::scratch_database other(f.conninfo, "other");
     {
         soci::session elsewhere;
-        idem::open_postgresql_session(elsewhere, f.conninfo + " dbname=idem_other");
+        idem::open_postgresql_session(elsewhere, other.conninfo());
         idem::transaction_runner runner{elsewhere};
         CHECK_THROWS_AS(runner.run([&](transaction& tx) {
             (void)f.store.try_reserve(tx, bank::transfer_key("x"), bank::fingerprint, 1min);
         }),
                         std::invalid_argument);
     }
-    f.session << "DROP DATABASE idem_other WITH (FORCE)";
 }
 
 TEST_CASE("postgresql store: lock and statement timeouts, deadlocks: typed, transient, without the key") {

@@ -80,27 +80,6 @@ std::string with_database(const std::string& conninfo, const std::string& databa
     return out + "dbname=" + database;
 }
 
-// A database of this process's own on the external server, dropped at exit.
-struct external_database {
-    std::string server;
-    std::string name;
-    std::string conninfo;
-
-    explicit external_database(std::string at) : server(std::move(at)) {
-        name = "idem_test_" + std::to_string(getpid()) + "_" +
-               std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 1000000);
-        execute(server, "CREATE DATABASE " + name);
-        conninfo = with_database(server, name);
-    }
-    ~external_database() {
-        try {
-            execute(server, "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
-        } catch (...) {
-            // nothing left to report to at exit
-        }
-    }
-};
-
 }  // namespace
 
 postgres_server::postgres_server() : port_(free_loopback_port()), server_("postgres") {
@@ -135,6 +114,21 @@ void postgres_server::start() {
 
 void postgres_server::stop() { server_.stop(SIGINT, 10s); }
 
+scratch_database::scratch_database(std::string server, std::string_view label) : server_(std::move(server)) {
+    static int serial = 0;
+    name_ = "idem_" + std::string(label) + "_" + std::to_string(getpid()) + "_" + std::to_string(++serial);
+    execute(server_, "CREATE DATABASE " + name_);
+    conninfo_ = with_database(server_, name_);
+}
+
+scratch_database::~scratch_database() {
+    try {
+        execute(server_, "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+    } catch (...) {
+        // a destructor has no one to report to
+    }
+}
+
 std::optional<std::string> external_postgres() {
     const char* value = std::getenv("IDEM_TEST_POSTGRES");
     if (value == nullptr || *value == '\0') return std::nullopt;
@@ -143,8 +137,8 @@ std::optional<std::string> external_postgres() {
 
 std::string shared_postgres() {
     if (auto external = external_postgres()) {
-        static external_database database(*external);
-        return database.conninfo;
+        static scratch_database database(*external, "test");
+        return database.conninfo();
     }
     static postgres_server server;
     return server.conninfo();

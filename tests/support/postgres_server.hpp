@@ -43,6 +43,24 @@ private:
     throwaway_server server_;
 };
 
+// A database of its own, named after `label` and this process, on the server
+// `server` (a connection string) reaches; dropped WITH (FORCE) when the object dies.
+class scratch_database {
+public:
+    scratch_database(std::string server, std::string_view label);
+    ~scratch_database();
+    scratch_database(const scratch_database&) = delete;
+    scratch_database& operator=(const scratch_database&) = delete;
+
+    [[nodiscard]] const std::string& name() const noexcept { return name_; }
+    [[nodiscard]] const std::string& conninfo() const noexcept { return conninfo_; }
+
+private:
+    std::string server_;
+    std::string name_;
+    std::string conninfo_;
+};
+
 // IDEM_TEST_POSTGRES (a libpq connection string), when set.
 [[nodiscard]] std::optional<std::string> external_postgres();
 // The database every test in this process shares: a fresh one created on the
