@@ -16,7 +16,11 @@
 // their first write); PostgreSQL ones with BEGIN and the chosen isolation level.
 // Statement failures of the runner itself are idem::store_error; a rollback
 // that fails leaves the transaction in doubt and throws idem::transaction_error
-// with the original exception nested. Not thread-safe, like the session.
+// with the original exception nested. A connection that is gone is the
+// exception: the server ends its transaction by itself, so the runner reports
+// the failure that led to the rollback (store_error, is_connection_lost() for
+// its own statements), and only a COMMIT whose answer was lost leaves the
+// transaction in doubt. Not thread-safe, like the session.
 #pragma once
 
 #include <memory>
@@ -28,6 +32,10 @@
 #include "idem/transaction.hpp"
 
 namespace idem {
+
+namespace detail {
+struct runner_access;
+}
 
 enum class isolation_level { database_default, read_committed, repeatable_read, serializable };
 
@@ -55,7 +63,9 @@ public:
     // As above, but commits only when should_commit(result) (should_commit()
     // for void work) is true; otherwise rolls back and still returns the result.
     template <class Work, class ShouldCommit>
-    std::invoke_result_t<Work&, transaction&> run(Work&& work, ShouldCommit&& should_commit);
+    std::invoke_result_t<Work&, transaction&> run(Work&& work, ShouldCommit&& should_commit) {
+        return run_in(std::forward<Work>(work), std::forward<ShouldCommit>(should_commit), false);
+    }
 
     [[nodiscard]] soci::session& session() const noexcept;
     [[nodiscard]] sql_dialect dialect() const noexcept;
@@ -72,9 +82,15 @@ private:
     };
 
     class impl;
+    friend struct detail::runner_access;  // execute_in_transaction's fast path
+
+    // `fast`: execute_in_transaction opens the transaction (idem/execute_in_transaction.hpp).
+    template <class Work, class ShouldCommit>
+    std::invoke_result_t<Work&, transaction&> run_in(Work&& work, ShouldCommit&& should_commit, bool fast);
 
     // Opens the outermost transaction, or a savepoint (named in `savepoint`) in it.
-    transaction& enter(std::string& savepoint);
+    // `fast` lets a PostgreSQL transaction hold BEGIN back for a store's first statement.
+    transaction& enter(std::string& savepoint, bool fast);
     // Commits or rolls back the level `enter` opened.
     void leave(const std::string& savepoint, bool commit);
     // After an exception: rolls that level back and rethrows (nested in a
@@ -85,10 +101,11 @@ private:
 };
 
 template <class Work, class ShouldCommit>
-std::invoke_result_t<Work&, transaction&> transaction_runner::run(Work&& work, ShouldCommit&& should_commit) {
+std::invoke_result_t<Work&, transaction&> transaction_runner::run_in(Work&& work, ShouldCommit&& should_commit,
+                                                                    bool fast) {
     using result_type = std::invoke_result_t<Work&, transaction&>;
     std::string savepoint;
-    transaction& tx = enter(savepoint);
+    transaction& tx = enter(savepoint, fast);
     try {
         if constexpr (std::is_void_v<result_type>) {
             work(tx);

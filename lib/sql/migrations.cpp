@@ -39,7 +39,7 @@ std::vector<std::string> apply_migrations(transaction_runner& runner, std::span<
             session << create_versions;
             applied = applied_versions(session);
         } catch (...) {
-            rethrow_soci_as_store_error("reading the schema version");
+            rethrow_soci_as_store_error("reading the schema version", &session);
         }
 
         const int known = migrations.empty() ? 0 : migrations.back().version;
@@ -58,7 +58,7 @@ std::vector<std::string> apply_migrations(transaction_runner& runner, std::span<
                 session << "INSERT INTO idem_schema_versions (version, name) VALUES (:version, :name)",
                     soci::use(m.version), soci::use(name);
             } catch (...) {
-                rethrow_soci_as_store_error("recording migration " + std::string(m.name));
+                rethrow_soci_as_store_error("recording migration " + std::string(m.name), &session);
             }
             done.emplace_back(m.name);
         }

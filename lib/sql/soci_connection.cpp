@@ -27,12 +27,18 @@ public:
         }
     }
 
+    [[nodiscard]] const std::string& begin_sql() const noexcept override { return begin_sql_; }
+
 private:
     soci::session& session_;
     std::string begin_sql_;
 };
 
 }  // namespace
+
+void sql_connection::finish(deferred_statement&, bool) {
+    throw std::logic_error("idem: only PostgreSQL transactions defer statements");
+}
 
 sql_dialect dialect_of(soci::session& session) {
     if (session.get_backend() == nullptr)

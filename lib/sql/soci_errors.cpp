@@ -6,6 +6,13 @@
 
 #include "idem/error.hpp"
 
+#ifdef IDEM_SQL_HAVE_POSTGRESQL
+#include <soci/postgresql/soci-postgresql.h>
+#include <soci/session.h>
+
+#include "sql/postgresql_native.hpp"
+#endif
+
 namespace idem::detail {
 namespace {
 
@@ -31,9 +38,20 @@ translation translate(soci::soci_error::error_category category) {
 
 }  // namespace
 
-void rethrow_soci_as_store_error(std::string_view what) {
+void rethrow_soci_as_store_error(std::string_view what, [[maybe_unused]] soci::session* session) {
     try {
         throw;
+#ifdef IDEM_SQL_HAVE_POSTGRESQL
+    } catch (const soci::postgresql_soci_error& e) {
+        // SOCI keeps the SQLSTATE (blank when libpq had none, as for a dropped connection).
+        std::string sqlstate = e.sqlstate();
+        if (sqlstate.find_first_not_of(' ') == std::string::npos) sqlstate.clear();
+        const PGconn* conn = nullptr;
+        if (session != nullptr && session->get_backend() != nullptr) conn = pg::native_handle(*session);
+        if (!sqlstate.empty() || conn != nullptr) throw pg::error(conn, sqlstate, what);
+        const auto t = translate(e.get_error_category());
+        throw store_error(t.failure, "idem: " + std::string(what) + " failed: " + t.text);
+#endif
     } catch (const soci::soci_error& e) {
         // e.what() carries SOCI's context (the query and its bound values): never use it.
         const auto t = translate(e.get_error_category());

@@ -4,10 +4,15 @@
 
 #include <string_view>
 
+namespace soci {
+class session;
+}
+
 namespace idem::detail {
 
 // Call inside a catch block: rethrows a soci::soci_error as idem::store_error
-// naming `what`; anything else is rethrown unchanged.
-[[noreturn]] void rethrow_soci_as_store_error(std::string_view what);
+// naming `what`; anything else is rethrown unchanged. With the session the
+// statement ran on, a PostgreSQL connection that broke is connection_lost.
+[[noreturn]] void rethrow_soci_as_store_error(std::string_view what, soci::session* session = nullptr);
 
 }  // namespace idem::detail

@@ -10,6 +10,8 @@
 
 namespace idem::detail {
 
+class deferred_statement;
+
 class sql_connection {
 public:
     virtual ~sql_connection() = default;
@@ -19,6 +21,13 @@ public:
     virtual void rollback() = 0;
     // A control statement without results (SAVEPOINT, RELEASE, ROLLBACK TO).
     virtual void execute(const std::string& sql, std::string_view what) = 0;
+
+    // The statement begin() sends.
+    [[nodiscard]] virtual const std::string& begin_sql() const noexcept = 0;
+    // Sends `last`, then COMMIT when `then_commit`, in one round trip (PostgreSQL only).
+    virtual void finish(deferred_statement& last, bool then_commit);
+    // The connection is gone: the server ends its open transaction by itself.
+    [[nodiscard]] virtual bool broken() noexcept { return false; }
 };
 
 // The dialect a connected session speaks; std::invalid_argument for anything else.
@@ -27,6 +36,10 @@ public:
 [[nodiscard]] std::unique_ptr<sql_connection> make_soci_connection(soci::session& session, std::string begin_sql);
 #ifdef IDEM_SQL_HAVE_SQLITE
 [[nodiscard]] std::unique_ptr<sql_connection> make_sqlite_connection(soci::session& session);
+#endif
+#ifdef IDEM_SQL_HAVE_POSTGRESQL
+[[nodiscard]] std::unique_ptr<sql_connection> make_postgresql_connection(soci::session& session,
+                                                                        std::string begin_sql);
 #endif
 
 }  // namespace idem::detail

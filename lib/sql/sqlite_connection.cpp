@@ -22,6 +22,11 @@ public:
         sqlite::execute(sqlite::native_handle(session_), sql.c_str(), what);
     }
 
+    [[nodiscard]] const std::string& begin_sql() const noexcept override {
+        static const std::string immediate = "BEGIN IMMEDIATE";
+        return immediate;
+    }
+
 private:
     struct statements {
         explicit statements(sqlite::database* db)

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "idem/error.hpp"
+#include "sql/fast_path.hpp"
 #include "sql/open_transactions.hpp"
 #include "sql/sql_connection.hpp"
 
@@ -27,7 +28,13 @@ std::string postgresql_begin(isolation_level level) {
 
 std::unique_ptr<detail::sql_connection> connect(soci::session& session, sql_dialect dialect,
                                                 const transaction_options& options) {
-    if (dialect == sql_dialect::postgresql) return detail::make_soci_connection(session, postgresql_begin(options.isolation));
+    if (dialect == sql_dialect::postgresql) {
+#ifdef IDEM_SQL_HAVE_POSTGRESQL
+        return detail::make_postgresql_connection(session, postgresql_begin(options.isolation));
+#else
+        return detail::make_soci_connection(session, postgresql_begin(options.isolation));
+#endif
+    }
 #ifdef IDEM_SQL_HAVE_SQLITE
     return detail::make_sqlite_connection(session);
 #else
@@ -49,13 +56,13 @@ std::unique_ptr<detail::sql_connection> connect(soci::session& session, sql_dial
 
 }  // namespace
 
-class transaction_runner::impl final : public transaction {
+class transaction_runner::impl final : public transaction, public detail::fast_path {
 public:
     impl(soci::session& session, const transaction_options& options)
         : session_(session), dialect_(detail::dialect_of(session)), connection_(connect(session, dialect_, options)) {}
 
     ~impl() override {
-        if (!open_) return;
+        if (!open_ || begin_held_) return;
         // Only reachable if the runner dies inside run(): leave nothing open on the
         // session. A destructor has no one to report a failure to.
         try {
@@ -64,7 +71,10 @@ public:
         }
     }
 
-    soci::session& session() override { return session_; }
+    soci::session& session() override {
+        flush();
+        return session_;
+    }
     [[nodiscard]] transaction_state state() const noexcept override { return state_; }
     [[nodiscard]] sql_dialect dialect() const noexcept override { return dialect_; }
     std::shared_ptr<void>& connection_cache(std::uint64_t owner) override { return cache_[owner]; }
@@ -72,13 +82,18 @@ public:
     [[nodiscard]] bool open() const noexcept { return open_; }
     [[nodiscard]] bool ran() const noexcept { return ran_; }
 
-    void begin() {
+    // `fast` (PostgreSQL): hold BEGIN back until a store sends it with its first
+    // statement, or until anything else needs the transaction.
+    void begin(bool fast) {
         open_on_this_thread.reserve(open_on_this_thread.size() + 1);  // close() must not allocate
-        connection_->begin();
+        fast_ = fast && dialect_ == sql_dialect::postgresql;
+        if (!fast_) connection_->begin();
+        begin_held_ = fast_;
         open_on_this_thread.push_back(this);
         open_ = ran_ = true;
         state_ = transaction_state::active;
         depth_ = 0;
+        ++serial_;
     }
 
     void commit() {
@@ -87,30 +102,72 @@ public:
             rollback(nullptr);
             throw refused;
         }
+        if (begin_held_) {  // nothing was sent: there is nothing to commit
+            close(transaction_state::committed);
+            return;
+        }
         try {
-            connection_->commit();
+            if (deferred_) {
+                const std::unique_ptr<detail::deferred_statement> last = std::move(deferred_);
+                connection_->finish(*last, true);
+            } else {
+                connection_->commit();
+            }
         } catch (...) {
-            // A COMMIT that failed may leave the transaction open (SQLite: busy); end it.
-            rollback(std::current_exception());
+            // A COMMIT that failed may leave the transaction open (SQLite: busy; PostgreSQL:
+            // the statement before it failed); end it.
+            rollback(std::current_exception(), true);
             throw;
         }
         close(transaction_state::committed);
     }
 
-    // Rolls the whole transaction back; `cause` is the exception that led here, if any.
-    void rollback(std::exception_ptr cause) {
+    // Rolls the whole transaction back; `cause` is the exception that led here,
+    // if any, and `after_commit` says whether a COMMIT was sent before.
+    void rollback(std::exception_ptr cause, bool after_commit = false) {
+        deferred_.reset();
+        if (begin_held_) {
+            close(transaction_state::rolled_back);
+            return;
+        }
         try {
             connection_->rollback();
         } catch (const std::exception& failure) {
+            if (connection_->broken()) {
+                // The server ends the transaction of a connection that is gone: it cannot
+                // commit any more, unless the COMMIT sent before reached it.
+                // The caller rethrows why it rolled back (a connection_lost store_error after a COMMIT).
+                close(after_commit ? transaction_state::in_doubt : transaction_state::rolled_back);
+                return;
+            }
             close(transaction_state::in_doubt);
             throw_in_doubt("ROLLBACK", failure, cause);
         }
         close(transaction_state::rolled_back);
     }
 
+    // detail::fast_path
+    [[nodiscard]] const char* held_begin() const noexcept override {
+        return begin_held_ ? connection_->begin_sql().c_str() : nullptr;
+    }
+    void begin_sent() noexcept override { begin_held_ = false; }
+    soci::session& store_session() override {
+        run_deferred();
+        return session_;
+    }
+    [[nodiscard]] bool may_defer() const noexcept override {
+        return fast_ && open_ && depth_ == 0 && !deferred_ && !begin_held_ && state_ == transaction_state::active;
+    }
+    void defer(std::unique_ptr<detail::deferred_statement> statement) override {
+        if (!may_defer()) throw std::logic_error("idem: this transaction cannot defer a statement");
+        deferred_ = std::move(statement);
+    }
+    [[nodiscard]] std::uint64_t serial() const noexcept override { return serial_; }
+
 protected:
     std::string begin_savepoint() override {
         require_usable();
+        flush();
         std::string name = "idem_savepoint_" + std::to_string(depth_ + 1);
         connection_->execute("SAVEPOINT " + name, "SAVEPOINT");
         ++depth_;
@@ -132,6 +189,9 @@ protected:
             // The database may have ended the whole transaction (SQLite does on
             // some I/O errors): what the outer work did is no longer certain.
             state_ = transaction_state::in_doubt;
+            // A connection that is gone takes the whole transaction with it; the
+            // outermost level reports that as the failure it is.
+            if (cause && connection_->broken()) std::rethrow_exception(cause);
             throw_in_doubt("ROLLBACK TO SAVEPOINT", failure, cause);
         }
     }
@@ -143,21 +203,42 @@ private:
             throw transaction_error("idem: the transaction is in doubt; it can only be rolled back");
     }
 
+    // Sends what the fast path held back, in order, before anything else uses the transaction.
+    void flush() {
+        if (begin_held_) {
+            begin_held_ = false;  // a BEGIN that fails midway is still ended by ROLLBACK
+            connection_->begin();
+        }
+        run_deferred();
+    }
+
+    void run_deferred() {
+        if (!deferred_) return;
+        const std::unique_ptr<detail::deferred_statement> last = std::move(deferred_);
+        connection_->finish(*last, false);
+    }
+
     void close(transaction_state final_state) noexcept {
         std::erase(open_on_this_thread, this);
         open_ = false;
         state_ = final_state;
         depth_ = 0;
+        fast_ = begin_held_ = false;
+        deferred_.reset();
     }
 
     soci::session& session_;
     sql_dialect dialect_;
     std::unique_ptr<detail::sql_connection> connection_;
     std::unordered_map<std::uint64_t, std::shared_ptr<void>> cache_;
+    std::unique_ptr<detail::deferred_statement> deferred_;
     transaction_state state_ = transaction_state::committed;
     bool open_ = false;
     bool ran_ = false;
+    bool fast_ = false;
+    bool begin_held_ = false;
     int depth_ = 0;
+    std::uint64_t serial_ = 0;
 
     friend class transaction_runner;
 };
@@ -178,11 +259,11 @@ std::optional<transaction_state> transaction_runner::last_state() const noexcept
     return impl_->state();
 }
 
-transaction& transaction_runner::enter(std::string& savepoint) {
+transaction& transaction_runner::enter(std::string& savepoint, bool fast) {
     if (impl_->open())
         savepoint = impl_->begin_savepoint();
     else
-        impl_->begin();
+        impl_->begin(fast);
     return *impl_;
 }
 

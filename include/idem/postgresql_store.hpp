@@ -1,0 +1,97 @@
+// idem/postgresql_store.hpp: one key ledger for a fleet of instances, in your
+// PostgreSQL transactions.
+//
+// The store keeps one row per record key (keyed by the SHA-256 of its storage
+// key) in the database your business data lives in. Inside a transaction the
+// record commits or rolls back with your writes, and a duplicate of a running
+// transaction waits for it, then replays its result (or runs, if it rolled
+// back). The plain record_store calls (the detached view) use the store's own
+// pooled connections, one short transaction each:
+//
+//   auto store = std::make_shared<idem::postgresql_store>(
+//       idem::postgresql_store_options{.connection = "postgresql://app@db/bank"});  // schema migrated
+//   idem::executor exec{store};
+//   soci::session session;
+//   idem::open_postgresql_session(session, "postgresql://app@db/bank");  // your business connection
+//   idem::transaction_runner runner{session};
+//   auto e = idem::execute_in_transaction(exec, runner, key, fingerprint, {},
+//       [&](idem::transaction& tx) { return move_money(tx.session()); }, idem::string_codec{});
+//
+// Transactions that hold records must run at READ COMMITTED (PostgreSQL's
+// default): at a stricter level a reserve could not wait for a concurrent
+// duplicate and see its outcome, so the store refuses with
+// store_error(unsupported). Every expiry decision uses the database's clock.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "idem/store_admin.hpp"
+#include "idem/transactional_record_store.hpp"
+
+namespace idem {
+
+struct postgresql_store_options {
+    // A libpq connection string: "host=db dbname=bank user=app" or a
+    // postgresql:// URI. Malformed: std::invalid_argument.
+    std::string connection;
+    std::size_t pool_size = 4;  // the detached view's connections, opened as needed
+    bool migrate_on_open = true;
+    // Set on the store's own connections; zero leaves PostgreSQL's setting (no limit by default).
+    // A detached reserve waits for a transaction that holds the key; lock_timeout bounds that wait.
+    std::chrono::milliseconds lock_timeout{0};
+    std::chrono::milliseconds statement_timeout{0};
+};
+
+// Opens `session` on `connection` (the format above): std::invalid_argument
+// when the string is malformed, store_error when the server cannot be reached
+// (connection_lost) or refuses the login (other).
+void open_postgresql_session(soci::session& session, const std::string& connection);
+
+class postgresql_store final : public transactional_record_store, public store_admin {
+public:
+    // Opens the first connection (and migrates, unless told not to):
+    // std::invalid_argument for bad options, store_error when the database fails.
+    explicit postgresql_store(postgresql_store_options options);
+    ~postgresql_store() override;
+    postgresql_store(const postgresql_store&) = delete;
+    postgresql_store& operator=(const postgresql_store&) = delete;
+
+    // store_admin: migrations/postgresql, applied under an advisory lock, so
+    // several processes may migrate at once.
+    std::vector<std::string> migrate() override;
+    [[nodiscard]] std::optional<record_state> inspect(const std::array<std::byte, 32>& digest,
+                                                      bool with_payload) override;
+    [[nodiscard]] std::size_t count_expired(duration older_than) override;
+    // One statement: DELETE of rows picked FOR UPDATE SKIP LOCKED, so concurrent
+    // purges never wait for each other and never delete a row twice.
+    std::size_t purge_batch(std::size_t limit, duration older_than) override;
+
+    [[nodiscard]] store_traits traits() const noexcept override {
+        store_traits t = transactional_record_store::traits();
+        t.server_clock = true;
+        return t;
+    }
+
+protected:
+    reservation do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) override;
+    bool do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                     std::string_view payload, duration retention) override;
+    bool do_release(const record_key& key, std::string_view token) override;
+    std::size_t do_purge_expired(std::size_t limit) override;
+
+    reservation do_try_reserve_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+                                  duration lease) override;
+    bool do_complete_in(transaction& tx, const record_key& key, std::string_view token, std::string_view fingerprint,
+                        std::string_view payload, duration retention) override;
+    bool do_release_in(transaction& tx, const record_key& key, std::string_view token) override;
+
+private:
+    struct impl;
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace idem

@@ -1,0 +1,60 @@
+// What a runner's transaction offers the PostgreSQL store beyond
+// idem::transaction: the fewer round trips of execute_in_transaction.
+//
+// There the executor opens the transaction itself, so the runner can hold
+// BEGIN back until the store's first statement (the reserve), which sends both
+// in one pipeline, and the store can leave its completing statement to the
+// COMMIT, which the runner sends in one pipeline with it. Anything else that
+// touches the transaction first (the session, a savepoint) gets what was held
+// back sent before it, so nothing ever runs out of order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+namespace soci {
+class session;
+}
+
+namespace idem::detail {
+
+namespace pg {
+class pipeline;
+}
+
+// A statement a store leaves to the end of the transaction.
+class deferred_statement {
+public:
+    virtual ~deferred_statement() = default;
+    // Queues it on the pipeline that ends the transaction, before COMMIT (or
+    // alone, when something else needs the transaction first). It must fail
+    // (an error, not an empty result) when it cannot do its work, so that the
+    // COMMIT behind it does not happen.
+    virtual void queue(pg::pipeline& p) = 0;
+};
+
+class fast_path {
+public:
+    // The BEGIN this transaction still holds back, or null once it was sent. A
+    // store that sends it in one pipeline with its own statement calls begin_sent().
+    [[nodiscard]] virtual const char* held_begin() const noexcept = 0;
+    virtual void begin_sent() noexcept = 0;
+
+    // The session for a store's statements: a deferred statement is sent first,
+    // a held BEGIN is not (see held_begin()).
+    [[nodiscard]] virtual soci::session& store_session() = 0;
+
+    // Whether a statement may wait for the COMMIT: a transaction of
+    // execute_in_transaction, outside any savepoint, holding no other yet.
+    [[nodiscard]] virtual bool may_defer() const noexcept = 0;
+    virtual void defer(std::unique_ptr<deferred_statement> statement) = 0;
+
+    // Different for every transaction a runner opens: lets a store recognise a
+    // reservation it made in this very transaction.
+    [[nodiscard]] virtual std::uint64_t serial() const noexcept = 0;
+
+protected:
+    ~fast_path() = default;
+};
+
+}  // namespace idem::detail

@@ -1,0 +1,331 @@
+#include "postgresql_records.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace idem::detail::pg {
+namespace {
+
+// READ UNCOMMITTED is READ COMMITTED in PostgreSQL. At a stricter level a
+// reserve could not wait for a concurrent duplicate and then see its outcome
+// (its snapshot predates it), so the statements refuse to write there.
+#define IDEM_READ_COMMITTED "current_setting('transaction_isolation') IN ('read committed', 'read uncommitted')"
+
+bool read_committed(std::string_view level) { return level == "read committed" || level == "read uncommitted"; }
+
+// $1 key_hash, $2..$4 namespace, scope, key (UTF-8 bytes, stored as text in
+// whatever encoding the database has), $5 token, $6 fingerprint, $7 lease.
+// A live entry this statement's snapshot sees is answered from the snapshot,
+// without a write: a completed entry cannot change until it expires, and an
+// in-flight one is reported as it was. Otherwise it inserts, or takes over an
+// expired entry. An entry committed after the snapshot (or still being
+// inserted: the INSERT waits for that transaction) stays as it is but is locked
+// (ON CONFLICT DO UPDATE locks the row even when its WHERE is false); the
+// lookup that follows then sees it.
+constexpr Oid reserve_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid, bytea_oid, bytea_oid, interval_oid};
+constexpr statement_text reserve_text{R"(
+WITH live AS (
+    SELECT completed, fingerprint, payload FROM idem_records
+    WHERE key_hash = $1 AND expires_at > clock_timestamp()),
+reserved AS (
+    INSERT INTO idem_records AS r
+        (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
+    SELECT $1, convert_from($2, 'UTF8'), convert_from($3, 'UTF8'), convert_from($4, 'UTF8'), $5, $6, NULL, false,
+           clock_timestamp(), clock_timestamp() + $7
+    WHERE )" IDEM_READ_COMMITTED R"( AND NOT EXISTS (SELECT FROM live)
+    ON CONFLICT (key_hash) DO UPDATE
+        SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = NULL, completed = false,
+            created_at = clock_timestamp(), expires_at = clock_timestamp() + $7
+        WHERE r.expires_at <= clock_timestamp()
+    RETURNING 1)
+SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM reserved),
+       live.completed, live.fingerprint, live.payload
+FROM (SELECT) AS answer LEFT JOIN live ON true)",
+                                      reserve_types, "reserving a record"};
+
+// Inside a transaction the reserve before it has already locked the row.
+constexpr Oid lookup_types[] = {bytea_oid};
+constexpr statement_text lookup_text{R"(
+SELECT completed, fingerprint, payload, expires_at > clock_timestamp()
+FROM idem_records WHERE key_hash = $1 FOR UPDATE)",
+                                     lookup_types, "reading a record"};
+
+// $7 payload, $8 retention. A live entry with another token, or a completed
+// one, stays as it is.
+constexpr Oid complete_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid,
+                                  bytea_oid, bytea_oid, bytea_oid, interval_oid};
+constexpr statement_text complete_text{R"(
+WITH completed AS (
+    INSERT INTO idem_records AS r
+        (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
+    SELECT $1, convert_from($2, 'UTF8'), convert_from($3, 'UTF8'), convert_from($4, 'UTF8'), $5, $6, $7, true,
+           clock_timestamp(), clock_timestamp() + $8
+    WHERE )" IDEM_READ_COMMITTED R"(
+    ON CONFLICT (key_hash) DO UPDATE
+        SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = EXCLUDED.payload, completed = true,
+            created_at = clock_timestamp(), expires_at = clock_timestamp() + $8
+        WHERE r.expires_at <= clock_timestamp() OR (NOT r.completed AND r.token = EXCLUDED.token)
+    RETURNING 1)
+SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM completed))",
+                                       complete_types, "completing a record"};
+
+// Sent with COMMIT, only by the transaction that reserved the key: its row is
+// there, carries this token and is locked by this transaction, so a plain
+// UPDATE does (the reserve checked the isolation level and wrote the
+// fingerprint). Completing nothing makes it fail, so the COMMIT behind it does not happen.
+// $1 key_hash, $2 token, $3 payload, $4 retention.
+constexpr Oid complete_at_commit_types[] = {bytea_oid, bytea_oid, bytea_oid, interval_oid};
+constexpr statement_text complete_at_commit_text{R"(
+WITH completed AS (
+    UPDATE idem_records SET payload = $3, completed = true, created_at = clock_timestamp(),
+                            expires_at = clock_timestamp() + $4
+    WHERE key_hash = $1 AND token = $2 AND NOT completed
+    RETURNING 1)
+SELECT idem_require_completed(EXISTS (SELECT FROM completed)))",
+                                                 complete_at_commit_types, "completing a record at commit"};
+
+constexpr Oid release_types[] = {bytea_oid, bytea_oid};
+constexpr statement_text release_text{R"(
+WITH released AS (
+    DELETE FROM idem_records
+    WHERE key_hash = $1 AND token = $2 AND NOT completed AND expires_at > clock_timestamp()
+      AND )" IDEM_READ_COMMITTED R"(
+    RETURNING 1)
+SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM released))",
+                                      release_types, "releasing a record"};
+
+constexpr Oid inspect_types[] = {bytea_oid, bool_oid};
+constexpr statement_text inspect_text{R"(
+SELECT completed, created_at, expires_at, clock_timestamp(), namespace, scope, key,
+       coalesce(octet_length(payload), 0)::bigint, CASE WHEN $2 THEN payload END
+FROM idem_records WHERE key_hash = $1)",
+                                      inspect_types, "inspecting a record"};
+
+// The threshold is read once (an InitPlan), so the expires_at index serves it:
+// clock_timestamp() itself is volatile and could not be an index condition.
+constexpr Oid count_expired_types[] = {interval_oid};
+constexpr statement_text count_expired_text{R"(
+SELECT count(*) FROM idem_records WHERE expires_at <= (SELECT clock_timestamp() - $1))",
+                                            count_expired_types, "counting expired records"};
+
+// SKIP LOCKED: concurrent purges take disjoint rows and never wait, and a row a
+// reserve is taking over right now is left to it. Locking re-checks the
+// condition on the row's latest version, so a row revived meanwhile is spared.
+// = ANY (ARRAY(...)) deletes through the primary key whatever the table's size.
+constexpr Oid purge_types[] = {interval_oid, int8_oid};
+constexpr statement_text purge_text{R"(
+DELETE FROM idem_records WHERE key_hash = ANY (ARRAY(
+    SELECT key_hash FROM idem_records WHERE expires_at <= (SELECT clock_timestamp() - $1)
+    ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)))",
+                                    purge_types, "purging expired records"};
+
+#undef IDEM_READ_COMMITTED
+
+[[noreturn]] void corrupt(const record_key& key, const char* why) {
+    throw store_error(store_failure::corrupt_record, "idem: the record " + key.key_hash() + " is corrupt: " + why);
+}
+
+// A statement's (level, done) answer; store_error(unsupported) below READ COMMITTED.
+bool done_at_read_committed(const result& r, std::string_view what) {
+    if (r.rows() != 1) throw store_error(store_failure::other, "idem: " + std::string(what) + ": no answer row");
+    const std::string_view level = r.bytes(0, 0);
+    if (!read_committed(level))
+        throw store_error(store_failure::unsupported,
+                          "idem: " + std::string(what) +
+                              " refused: the PostgreSQL store needs READ COMMITTED transactions; this one runs at " +
+                              std::string(level));
+    return r.boolean(0, 1);
+}
+
+// The key's parts as statement parameters 1 to 4.
+struct identity {
+    std::string scratch[3];
+    void bind(parameters& p, const record_key& key) {
+        p.bytes(key.digest())
+            .bytes(readable(key.name_space(), scratch[0]))
+            .bytes(readable(key.owner().text(), scratch[1]))
+            .bytes(readable(key.key(), scratch[2]));
+    }
+};
+
+}  // namespace
+
+std::string_view readable(std::string_view part, std::string& scratch) {
+    if (part.find('\0') == std::string_view::npos) return part;
+    scratch.clear();
+    for (char c : part) {
+        if (c == '\0')
+            scratch += "\xEF\xBF\xBD";
+        else
+            scratch += c;
+    }
+    return scratch;
+}
+
+// The completing statement of execute_in_transaction, sent with COMMIT: it
+// keeps copies of its values, since the caller's are gone by then.
+class record_statements::completion final : public deferred_statement {
+public:
+    completion(std::shared_ptr<record_statements> owner, const record_key& key, std::string_view token,
+               std::string_view payload, duration retention)
+        : owner_(std::move(owner)), digest_(key.digest()), token_(token), payload_(payload), retention_(retention) {}
+
+    void queue(pipeline& p) override {
+        values_.bytes(digest_).bytes(token_).bytes(payload_).interval(retention_);
+        owner_->complete_at_commit_.queue(p, values_);
+    }
+
+private:
+    std::shared_ptr<record_statements> owner_;
+    std::array<std::byte, 32> digest_;
+    std::string token_, payload_;
+    duration retention_;
+    parameters values_;
+};
+
+record_statements::record_statements(PGconn* conn)
+    : conn_(conn),
+      backend_pid_(PQbackendPID(conn)),
+      prefix_(statement_names()),
+      reserve_{&reserve_text, prefix_ + "reserve"},
+      lookup_{&lookup_text, prefix_ + "lookup"},
+      complete_{&complete_text, prefix_ + "complete"},
+      complete_at_commit_{&complete_at_commit_text, prefix_ + "complete_at_commit"},
+      release_{&release_text, prefix_ + "release"},
+      inspect_{&inspect_text, prefix_ + "inspect"},
+      count_expired_{&count_expired_text, prefix_ + "count_expired"},
+      purge_{&purge_text, prefix_ + "purge"} {}
+
+bool record_statements::serves(const PGconn* conn) const noexcept {
+    return conn == conn_ && PQbackendPID(conn) == backend_pid_;
+}
+
+bool record_statements::reserved_in(std::uint64_t serial, const record_key& key, std::string_view token) const noexcept {
+    return serial != 0 && serial == reserved_serial_ && key.digest() == reserved_digest_ && token == reserved_token_;
+}
+
+namespace {
+
+// The answer a live entry gives: columns (completed, fingerprint, payload) from `first`.
+reservation answer(const result& row, int first, const record_key& key, std::string_view fingerprint) {
+    const bool completed = row.boolean(0, first);
+    if (row.is_null(0, first + 1) || row.bytes(0, first + 1).empty()) corrupt(key, "missing fingerprint");
+    if (completed && row.is_null(0, first + 2)) corrupt(key, "completed without a payload");
+    if (row.bytes(0, first + 1) != fingerprint) return reservation::fingerprint_mismatch();
+    if (completed) return reservation::completed(std::string(row.bytes(0, first + 2)));
+    return reservation::in_flight();
+}
+
+}  // namespace
+
+reservation record_statements::try_reserve(const record_key& key, std::string_view fingerprint,
+                                           std::string_view token, duration lease, fast_path* tx) {
+    identity id;
+    parameters values;
+    id.bind(values, key);
+    values.bytes(token).bytes(fingerprint).interval(lease);
+    parameters by_hash;
+    by_hash.bytes(key.digest());
+
+    // Between two statements an entry can change only outside this transaction
+    // (it expired, or was released or purged): then reserve again.
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        {
+            pipeline p(conn_);
+            if (tx != nullptr && tx->held_begin() != nullptr) {
+                p.query(tx->held_begin(), "BEGIN");
+                tx->begin_sent();
+            }
+            reserve_.queue(p, values);
+            p.run();
+            const result& row = p.last();
+            if (done_at_read_committed(row, reserve_text.what)) {
+                if (tx != nullptr) {
+                    reserved_serial_ = tx->serial();
+                    reserved_digest_ = key.digest();
+                    reserved_token_.assign(token);
+                }
+                return reservation::reserved(std::string(token));
+            }
+            if (!row.is_null(0, 2)) return answer(row, 2, key, fingerprint);
+        }
+        pipeline p(conn_);
+        lookup_.queue(p, by_hash);
+        p.run();
+        const result& row = p.last();
+        if (row.rows() == 1 && row.boolean(0, 3)) return answer(row, 0, key, fingerprint);
+    }
+    throw store_error(store_failure::conflict,
+                      "idem: reserving the record " + key.key_hash() + " failed: it kept changing under the reserve");
+}
+
+bool record_statements::run_checked(prepared_statement& s, const parameters& values) {
+    pipeline p(conn_);
+    s.queue(p, values);
+    p.run();
+    return done_at_read_committed(p.last(), s.text->what);
+}
+
+bool record_statements::complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                                 std::string_view payload, duration retention) {
+    identity id;
+    parameters values;
+    id.bind(values, key);
+    values.bytes(token).bytes(fingerprint).bytes(payload).interval(retention);
+    return run_checked(complete_, values);
+}
+
+std::unique_ptr<deferred_statement> record_statements::complete_at_commit(const record_key& key,
+                                                                          std::string_view token,
+                                                                          std::string_view payload,
+                                                                          duration retention) {
+    return std::make_unique<completion>(shared_from_this(), key, token, payload, retention);
+}
+
+bool record_statements::release(const record_key& key, std::string_view token) {
+    parameters values;
+    values.bytes(key.digest()).bytes(token);
+    return run_checked(release_, values);
+}
+
+std::optional<record_state> record_statements::inspect(const std::array<std::byte, 32>& digest, bool with_payload) {
+    parameters values;
+    values.bytes(digest).boolean(with_payload);
+    pipeline p(conn_);
+    inspect_.queue(p, values);
+    p.run();
+    const result& row = p.last();
+    if (row.rows() == 0) return std::nullopt;
+    record_state s;
+    s.completed = row.boolean(0, 0);
+    s.created_at = row.timestamp(0, 1);
+    s.expires_at = row.timestamp(0, 2);
+    s.now = row.timestamp(0, 3);
+    s.name_space = row.bytes(0, 4);
+    s.scope = row.bytes(0, 5);
+    s.key = row.bytes(0, 6);
+    s.payload_bytes = static_cast<std::size_t>(row.int8(0, 7));
+    if (with_payload && !row.is_null(0, 8)) s.payload = std::string(row.bytes(0, 8));
+    return s;
+}
+
+std::size_t record_statements::count_expired(duration older_than) {
+    parameters values;
+    values.interval(older_than);
+    pipeline p(conn_);
+    count_expired_.queue(p, values);
+    p.run();
+    return static_cast<std::size_t>(p.last().int8(0, 0));
+}
+
+std::size_t record_statements::purge(std::size_t limit, duration older_than) {
+    parameters values;
+    values.interval(older_than).int8(
+        static_cast<std::int64_t>(std::min<std::size_t>(limit, std::numeric_limits<std::int64_t>::max())));
+    pipeline p(conn_);
+    purge_.queue(p, values);
+    p.run();
+    return p.last().affected();
+}
+
+}  // namespace idem::detail::pg

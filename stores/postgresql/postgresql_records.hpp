@@ -1,0 +1,70 @@
+// The record operations on one PostgreSQL connection: one prepared statement
+// per operation, binary parameters and results, kept per connection.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "idem/record_store.hpp"
+#include "idem/store_admin.hpp"
+#include "sql/fast_path.hpp"
+#include "sql/postgresql_native.hpp"
+
+namespace idem::detail::pg {
+
+class record_statements : public std::enable_shared_from_this<record_statements> {
+public:
+    explicit record_statements(PGconn* conn);
+
+    // Still the connection these were prepared on (a session may reconnect).
+    [[nodiscard]] bool serves(const PGconn* conn) const noexcept;
+    [[nodiscard]] PGconn* conn() const noexcept { return conn_; }
+
+    // Inserts a reservation, or takes over an expired entry, in one statement
+    // (after `tx`'s held BEGIN, in the same round trip); only when a live entry
+    // is in the way does a second one read it. `tx` is null outside a runner's
+    // transaction (the detached view, or another transaction implementation).
+    [[nodiscard]] reservation try_reserve(const record_key& key, std::string_view fingerprint, std::string_view token,
+                                          duration lease, fast_path* tx);
+    // Completes the entry carrying `token`, or an absent or expired one; one statement.
+    [[nodiscard]] bool complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                                std::string_view payload, duration retention);
+    // Completes the entry this connection's transaction reserved (reserved_in()),
+    // sent with COMMIT: fails the transaction when it completes nothing.
+    [[nodiscard]] std::unique_ptr<deferred_statement> complete_at_commit(const record_key& key, std::string_view token,
+                                                                         std::string_view payload, duration retention);
+    [[nodiscard]] bool release(const record_key& key, std::string_view token);
+
+    // Whether this connection reserved `key` with `token` in the transaction `serial`.
+    [[nodiscard]] bool reserved_in(std::uint64_t serial, const record_key& key, std::string_view token) const noexcept;
+
+    [[nodiscard]] std::optional<record_state> inspect(const std::array<std::byte, 32>& digest, bool with_payload);
+    [[nodiscard]] std::size_t count_expired(duration older_than);
+    // Deletes up to `limit` rows expired at least `older_than` ago; returns how many.
+    [[nodiscard]] std::size_t purge(std::size_t limit, duration older_than);
+
+private:
+    class completion;
+
+    [[nodiscard]] bool run_checked(prepared_statement& s, const parameters& values);
+
+    PGconn* conn_;
+    int backend_pid_;
+    std::string prefix_;
+    prepared_statement reserve_, lookup_, complete_, complete_at_commit_, release_, inspect_, count_expired_, purge_;
+    // The last reservation made in a runner's transaction on this connection.
+    std::uint64_t reserved_serial_ = 0;
+    std::array<std::byte, 32> reserved_digest_{};
+    std::string reserved_token_;
+};
+
+// The readable text of a key part: PostgreSQL text cannot hold NUL, so NULs
+// become U+FFFD there (the row is found by its hash, never by this text).
+[[nodiscard]] std::string_view readable(std::string_view part, std::string& scratch);
+
+}  // namespace idem::detail::pg

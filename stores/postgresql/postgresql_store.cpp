@@ -1,0 +1,168 @@
+#include "idem/postgresql_store.hpp"
+
+#include <atomic>
+#include <stdexcept>
+
+#include "postgresql_pool.hpp"
+#include "sql/migrations.hpp"
+
+namespace idem {
+namespace detail {
+std::span<const embedded_migration> postgresql_migrations();  // generated from migrations/postgresql
+}
+
+namespace {
+
+namespace pg = detail::pg;
+
+// Rows purge_expired deletes per statement (each its own short transaction).
+constexpr std::size_t purge_step = 1000;
+
+std::uint64_t next_store_id() {
+    static std::atomic<std::uint64_t> counter{0};
+    return ++counter;
+}
+
+postgresql_store_options checked(postgresql_store_options options) {
+    if (options.pool_size == 0) throw std::invalid_argument("idem: postgresql_store pool_size must be positive");
+    if (options.lock_timeout.count() < 0) throw std::invalid_argument("idem: postgresql_store lock_timeout is negative");
+    if (options.statement_timeout.count() < 0)
+        throw std::invalid_argument("idem: postgresql_store statement_timeout is negative");
+    return options;
+}
+
+void check_older_than(duration older_than) {
+    if (older_than < duration::zero()) throw std::invalid_argument("idem: older_than must not be negative");
+}
+
+}  // namespace
+
+struct postgresql_store::impl {
+    explicit impl(postgresql_store_options o) : options(checked(std::move(o))), pool(options) {
+        database = PQdb(pool.acquire()->statements->conn());
+    }
+
+    // Runs `work` on one of the store's connections; each statement is its own transaction.
+    template <class Work>
+    auto detached(Work&& work) {
+        auto c = pool.acquire();
+        return work(*c->statements);
+    }
+
+    // The statements of the connection `session` (the transaction's) has now, prepared on first use.
+    pg::record_statements& statements(transaction& tx, soci::session& session) {
+        if (tx.dialect() != sql_dialect::postgresql)
+            throw std::invalid_argument("idem: the transaction is not a PostgreSQL transaction");
+        PGconn* conn = pg::native_handle(session);
+        std::shared_ptr<void>& slot = tx.connection_cache(id);
+        auto* cached = static_cast<pg::record_statements*>(slot.get());
+        if (cached != nullptr && cached->serves(conn)) return *cached;
+        require_same_database(conn);
+        auto fresh = std::make_shared<pg::record_statements>(conn);
+        cached = fresh.get();
+        slot = std::move(fresh);
+        return *cached;
+    }
+
+    // A record written through another database than the store's would commit
+    // with the wrong data, out of the detached view's sight; checked once per connection.
+    void require_same_database(const PGconn* conn) const {
+        const char* name = PQdb(conn);
+        if (name == nullptr || database != name)
+            throw std::invalid_argument("idem: the transaction's session is not on the store's database");
+    }
+
+    postgresql_store_options options;
+    pg::connection_pool pool;
+    std::string database;
+    const std::uint64_t id = next_store_id();
+};
+
+postgresql_store::postgresql_store(postgresql_store_options options)
+    : impl_(std::make_unique<impl>(std::move(options))) {
+    if (impl_->options.migrate_on_open) (void)migrate();
+}
+
+postgresql_store::~postgresql_store() = default;
+
+std::vector<std::string> postgresql_store::migrate() {
+    auto c = impl_->pool.acquire();
+    // READ COMMITTED: after the advisory lock, the versions read must include
+    // what a migration that held the lock before committed.
+    transaction_runner runner(c->session, {.isolation = isolation_level::read_committed});
+    return detail::apply_migrations(runner, detail::postgresql_migrations(), [](transaction& tx, std::string_view sql) {
+        // Several statements in one script: the simple protocol runs them all.
+        (void)pg::execute(pg::native_handle(tx.session()), std::string(sql).c_str(), "applying a migration");
+    });
+}
+
+std::optional<record_state> postgresql_store::inspect(const std::array<std::byte, 32>& digest, bool with_payload) {
+    return impl_->detached([&](pg::record_statements& s) { return s.inspect(digest, with_payload); });
+}
+
+std::size_t postgresql_store::count_expired(duration older_than) {
+    check_older_than(older_than);
+    return impl_->detached([&](pg::record_statements& s) { return s.count_expired(older_than); });
+}
+
+std::size_t postgresql_store::purge_batch(std::size_t limit, duration older_than) {
+    if (limit == 0) throw std::invalid_argument("idem: purge limit must be positive");
+    check_older_than(older_than);
+    return impl_->detached([&](pg::record_statements& s) { return s.purge(limit, older_than); });
+}
+
+reservation postgresql_store::do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
+    return impl_->detached([&](pg::record_statements& s) {
+        return s.try_reserve(key, fingerprint, detail::new_token(), lease, nullptr);
+    });
+}
+
+bool postgresql_store::do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
+                                   std::string_view payload, duration retention) {
+    return impl_->detached([&](pg::record_statements& s) {
+        return s.complete(key, token, fingerprint, payload, retention);
+    });
+}
+
+bool postgresql_store::do_release(const record_key& key, std::string_view token) {
+    return impl_->detached([&](pg::record_statements& s) { return s.release(key, token); });
+}
+
+std::size_t postgresql_store::do_purge_expired(std::size_t limit) {
+    std::size_t purged = 0;
+    while (purged < limit) {
+        const std::size_t batch = std::min(limit - purged, purge_step);
+        const std::size_t n = purge_batch(batch, duration::zero());
+        purged += n;
+        if (n < batch) break;
+    }
+    return purged;
+}
+
+reservation postgresql_store::do_try_reserve_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+                                                duration lease) {
+    // In a runner's transaction a held-back BEGIN goes out with the reserve, in one round trip.
+    auto* fast = dynamic_cast<detail::fast_path*>(&tx);
+    pg::record_statements& s = impl_->statements(tx, fast != nullptr ? fast->store_session() : tx.session());
+    return s.try_reserve(key, fingerprint, detail::new_token(), lease, fast);
+}
+
+bool postgresql_store::do_complete_in(transaction& tx, const record_key& key, std::string_view token,
+                                      std::string_view fingerprint, std::string_view payload, duration retention) {
+    pg::record_statements& s = impl_->statements(tx, tx.session());
+    // The fast path: this transaction reserved the key (and holds its row
+    // locked), the operation has returned, and COMMIT comes next; the completing
+    // statement rides with it and fails the commit if it completes nothing.
+    auto* fast = dynamic_cast<detail::fast_path*>(&tx);
+    if (fast != nullptr && fast->may_defer() && s.reserved_in(fast->serial(), key, token)) {
+        fast->defer(s.complete_at_commit(key, token, payload, retention));
+        return true;
+    }
+    return s.complete(key, token, fingerprint, payload, retention);
+}
+
+bool postgresql_store::do_release_in(transaction& tx, const record_key& key, std::string_view token) {
+    return impl_->statements(tx, tx.session()).release(key, token);
+}
+
+}  // namespace idem

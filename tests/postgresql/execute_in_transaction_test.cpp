@@ -1,0 +1,254 @@
+// execute_in_transaction: the same results as runner.run around
+// executor.execute(tx, ...), in fewer round trips on PostgreSQL.
+#include <doctest/doctest.h>
+
+#include <soci/postgresql/soci-postgresql.h>
+#include <soci/soci.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <future>
+#include <thread>
+
+#include "executor_fixture.hpp"
+#include "idem/memory_store.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace bank = idem::test::pg_bank;
+using idem::execution_status;
+using idem::reservation_status;
+using idem::test::business_failure;
+using idem::test::executor_fixture;
+using idem::transaction;
+
+// Counts the round trips a session makes: every message after which libpq
+// waits for the server (a simple Query, or the Sync that ends an extended-protocol batch).
+class round_trips {
+public:
+    explicit round_trips(soci::session& session)
+        : conn_(static_cast<soci::postgresql_session_backend*>(session.get_backend())->conn_), trace_(std::tmpfile()) {
+        REQUIRE(trace_ != nullptr);
+        PQtrace(conn_, trace_);
+        PQsetTraceFlags(conn_, PQTRACE_SUPPRESS_TIMESTAMPS);
+    }
+    ~round_trips() {
+        PQuntrace(conn_);
+        std::fclose(trace_);
+    }
+    round_trips(const round_trips&) = delete;
+    round_trips& operator=(const round_trips&) = delete;
+
+    int count() {
+        std::fflush(trace_);
+        std::rewind(trace_);
+        int n = 0;
+        char line[4096];
+        while (std::fgets(line, sizeof line, trace_) != nullptr) {
+            const std::string_view l(line);
+            if (l.starts_with("F\t") && (l.find("\tSync") != std::string_view::npos ||
+                                         l.find("\tQuery\t") != std::string_view::npos))
+                ++n;
+        }
+        std::rewind(trace_);
+        return n;
+    }
+    void reset() {
+        PQuntrace(conn_);
+        std::fclose(trace_);
+        trace_ = std::tmpfile();
+        PQtrace(conn_, trace_);
+        PQsetTraceFlags(conn_, PQTRACE_SUPPRESS_TIMESTAMPS);
+    }
+
+private:
+    PGconn* conn_;
+    std::FILE* trace_;
+};
+
+struct path {
+    const char* name;
+    std::function<idem::execution<std::string>(executor_fixture&, const std::string&, idem::execution_options,
+                                               const char*)>
+        transfer;
+};
+
+const path plain{"runner.run + executor.execute(tx)", [](executor_fixture& f, const std::string& key,
+                                                          idem::execution_options o, const char* fp) {
+                     return f.transfer(key, o, fp);
+                 }};
+const path fast{"execute_in_transaction", [](executor_fixture& f, const std::string& key, idem::execution_options o,
+                                             const char* fp) { return f.transfer_fast(key, o, fp); }};
+
+}  // namespace
+
+TEST_CASE("execute_in_transaction gives the same results as the plain form") {
+    for (const path& p : {plain, fast}) {
+        CAPTURE(p.name);
+        executor_fixture f;
+        auto first = p.transfer(f, "k-1", {}, bank::fingerprint);
+        CHECK(first.status() == execution_status::executed);
+        CHECK(first.value() == "moved 10");
+        auto again = p.transfer(f, "k-1", {}, bank::fingerprint);
+        CHECK(again.status() == execution_status::replayed);
+        CHECK(again.value() == "moved 10");
+        CHECK(p.transfer(f, "k-1", {}, "another transfer").status() == execution_status::key_reused);
+
+        // A lease-mode reservation of the key elsewhere: in flight, nothing runs.
+        auto held = f.store->try_reserve(bank::transfer_key("k-2"), bank::fingerprint, 1min);
+        REQUIRE(held.status == reservation_status::reserved);
+        CHECK(p.transfer(f, "k-2", {}, bank::fingerprint).status() == execution_status::in_flight);
+        REQUIRE(f.store->release(bank::transfer_key("k-2"), held.token));
+        CHECK(p.transfer(f, "k-2", {}, bank::fingerprint).status() == execution_status::executed);
+
+        // Observe and off run the operation every time.
+        CHECK(p.transfer(f, "k-3", {.mode = idem::mode::observe}, bank::fingerprint).status() ==
+              execution_status::executed);
+        auto observed = p.transfer(f, "k-3", {.mode = idem::mode::observe}, bank::fingerprint);
+        CHECK(observed.enforce_decision() == execution_status::replayed);
+        CHECK(p.transfer(f, "k-4", {.mode = idem::mode::off}, bank::fingerprint).status() ==
+              execution_status::executed);
+        CHECK(f.record("k-4") == reservation_status::reserved);  // off writes no record
+
+        CHECK(f.runs == 5);
+        CHECK(f.ledger() == 5);
+        CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 50);
+        for (const char* key : {"k-1", "k-2", "k-3"}) CHECK(f.record(key) == reservation_status::completed);
+        CHECK(f.runner->last_state() == idem::transaction_state::committed);
+    }
+}
+
+TEST_CASE("execute_in_transaction rolls back with the operation and with should_commit") {
+    executor_fixture f;
+    CHECK_THROWS_AS(idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("r-1"), bank::fingerprint, {},
+                                                 [&](transaction& tx) -> std::string {
+                                                     bank::move_money(tx.session(), "r-1", 10);
+                                                     throw business_failure();
+                                                 },
+                                                 f.codec),
+                    business_failure);
+    CHECK(f.runner->last_state() == idem::transaction_state::rolled_back);
+    CHECK(f.ledger() == 0);
+    CHECK(f.record("r-1") == reservation_status::reserved);
+
+    auto declined = idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("r-2"), bank::fingerprint, {},
+                                                 f.operation("r-2"), f.codec,
+                                                 [](const idem::execution<std::string>&) { return false; });
+    CHECK(declined.status() == execution_status::executed);
+    CHECK(f.runner->last_state() == idem::transaction_state::rolled_back);
+    CHECK(f.ledger() == 0);
+    CHECK(f.record("r-2") == reservation_status::reserved);  // the record went with the rollback
+    CHECK(f.transfer_fast("r-2").status() == execution_status::executed);
+    CHECK(f.ledger() == 1);
+}
+
+TEST_CASE("execute_in_transaction: a completing statement that completes nothing fails the commit") {
+    executor_fixture f;
+    // The operation hands the key to another token behind the executor's back:
+    // the record can no longer be completed, so nothing may commit.
+    try {
+        (void)idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("c-1"), bank::fingerprint, {},
+                                           [&](transaction& tx) {
+                                               bank::move_money(tx.session(), "c-1", 10);
+                                               tx.session() << "UPDATE idem_records SET token = 'stolen'::bytea"
+                                                               " WHERE namespace = 'bank.transfer' AND key = 'c-1'";
+                                               return std::string("moved 10");
+                                           },
+                                           f.codec);
+        FAIL("the commit went through");
+    } catch (const idem::store_error& e) {
+        CHECK(e.native_code() == "ID001");
+        CHECK(std::string(e.what()).find("c-1") == std::string::npos);
+    }
+    CHECK(f.runner->last_state() == idem::transaction_state::rolled_back);
+    CHECK(f.ledger() == 0);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance);
+    CHECK(f.transfer_fast("c-1").status() == execution_status::executed);
+    CHECK(f.ledger() == 1);
+}
+
+TEST_CASE("execute_in_transaction costs no round trip beyond the bare transaction on postgresql") {
+    executor_fixture f;
+    (void)f.transfer_fast("warm-up");  // prepares the store's statements on this connection
+    (void)f.transfer("warm-up-plain");
+    round_trips trips(f.session);
+
+    f.runner->run([&](transaction& tx) { bank::move_money(tx.session(), "bare", 10); });
+    const int bare = trips.count();
+    trips.reset();
+    CHECK(f.transfer_fast("rt-1").status() == execution_status::executed);
+    const int with_idem = trips.count();
+    trips.reset();
+    CHECK(f.transfer_fast("rt-1").status() == execution_status::replayed);
+    const int replay = trips.count();
+    trips.reset();
+    CHECK(f.transfer("rt-2").status() == execution_status::executed);
+    const int plain_form = trips.count();
+    MESSAGE("round trips: bare transfer " << bare << ", with execute_in_transaction " << with_idem << ", replayed "
+                                          << replay << ", runner.run + executor.execute " << plain_form);
+    CHECK(bare == 5);            // BEGIN, 2 UPDATEs, INSERT, COMMIT
+    CHECK(with_idem == bare);    // BEGIN + reserve, the same 3, complete + COMMIT
+    CHECK(replay == 2);          // BEGIN + reserve (answered from the row), COMMIT
+    CHECK(plain_form == bare + 2);
+}
+
+TEST_CASE("execute_in_transaction: the held BEGIN goes out before anything else uses the transaction") {
+    executor_fixture f;
+    // Nothing but the operation uses the transaction (off), or a savepoint comes first (observe).
+    CHECK(f.transfer_fast("h-1", {.mode = idem::mode::off}).status() == execution_status::executed);
+    CHECK(f.transfer_fast("h-2", {.mode = idem::mode::observe}).status() == execution_status::executed);
+    CHECK(f.record("h-2") == reservation_status::completed);
+
+    // A store that cannot join transactions: the operation's writes still run in the transaction.
+    idem::executor memory{std::make_shared<idem::memory_store>()};
+    CHECK_THROWS_AS(idem::execute_in_transaction(memory, *f.runner, bank::transfer_key("h-3"), bank::fingerprint, {},
+                                                 [&](transaction& tx) -> std::string {
+                                                     bank::move_money(tx.session(), "h-3", 10);
+                                                     throw business_failure();
+                                                 },
+                                                 f.codec),
+                    business_failure);
+    CHECK(f.ledger() == 2);
+
+    // Inside a transaction the runner already has open: joined behind a savepoint, rolled back with it.
+    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
+        bank::move_money(tx.session(), "outer", 10);
+        CHECK(f.transfer_fast("h-4").status() == execution_status::executed);
+        throw business_failure();
+    }),
+                    business_failure);
+    CHECK(f.ledger() == 2);
+    CHECK(f.record("h-4") == reservation_status::reserved);
+    f.runner->run([&](transaction&) { CHECK(f.transfer_fast("h-5").status() == execution_status::executed); });
+    CHECK(f.record("h-5") == reservation_status::completed);
+    CHECK(f.ledger() == 3);
+}
+
+TEST_CASE("execute_in_transaction: a duplicate waits for the first commit, then replays") {
+    executor_fixture f;
+    std::promise<void> started;
+    std::jthread first([&] {
+        auto e = idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("w-1"), bank::fingerprint, {},
+                                              [&](transaction& tx) {
+                                                  bank::move_money(tx.session(), "w-1", 10);
+                                                  started.set_value();
+                                                  std::this_thread::sleep_for(300ms);
+                                                  return std::string("moved 10");
+                                              },
+                                              f.codec);
+        CHECK(e.status() == execution_status::executed);
+    });
+    started.get_future().wait();
+    executor_fixture::connection other(f.conninfo);
+    const auto begun = std::chrono::steady_clock::now();
+    auto e = idem::execute_in_transaction(f.exec, *other.runner, bank::transfer_key("w-1"), bank::fingerprint, {},
+                                          f.operation("w-1"), f.codec);
+    const auto waited = std::chrono::steady_clock::now() - begun;
+    first.join();
+    CHECK(e.status() == execution_status::replayed);
+    CHECK(e.value() == "moved 10");
+    CHECK(waited >= 200ms);
+    CHECK(f.ledger() == 1);
+}

@@ -1,0 +1,218 @@
+// Real processes on one PostgreSQL database: racing transfers, a client killed
+// with SIGKILL before its commit, migrations and purges started at the same moment.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <sstream>
+
+#include "bank.hpp"
+#include "child_process.hpp"
+#include "postgres_server.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace bank = idem::test::pg_bank;
+using idem::test::child_process;
+
+const std::string worker = IDEM_POSTGRESQL_WORKER;
+
+struct bank_database {
+    std::string conninfo = idem::test::shared_postgres();
+    idem::postgresql_store store{{.connection = conninfo}};
+    soci::session session;
+
+    bank_database() {
+        idem::open_postgresql_session(session, conninfo);
+        bank::reset(session);
+    }
+};
+
+std::unique_ptr<child_process> start(const std::vector<std::string>& args) {
+    idem::test::spawn_options spawn;
+    spawn.argv = args;
+    spawn.pipe_stdin = true;
+    spawn.pipe_stdout = true;
+    return std::make_unique<child_process>(std::move(spawn));
+}
+
+std::vector<std::unique_ptr<child_process>> spawn(int n, const std::vector<std::string>& args) {
+    std::vector<std::unique_ptr<child_process>> children;
+    for (int i = 0; i < n; ++i) children.push_back(start(args));
+    return children;
+}
+
+// Starts every worker at one instant a little ahead, once all have connected.
+void go(std::vector<std::unique_ptr<child_process>>& children) {
+    const auto at = std::chrono::system_clock::now() + 500ms;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+    for (auto& c : children) c->write("go " + std::to_string(ns) + "\n");
+}
+
+std::string line_of(child_process& c) {
+    auto line = c.read_line(60s);
+    if (!line) throw std::runtime_error("the worker ended without answering");
+    return *line;
+}
+
+// The exit code, or 128 + the signal that ended it.
+int exit_code(child_process& c) {
+    const int status = c.reap();
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+TEST_CASE("4 processes x 16 connections racing the same transfers move the money exactly once") {
+    bank_database f;
+    const int processes = 4;
+    const int threads = 16;
+    const int rounds = 100;  // transfer keys; every connection of every process tries each of them
+    auto children = spawn(processes, {worker, "transfer", f.conninfo, std::to_string(threads), std::to_string(rounds)});
+    go(children);
+    const auto started = std::chrono::steady_clock::now() + 500ms;
+
+    long long executed = 0, replayed = 0, other = 0, errors = 0;
+    std::string per_process;
+    for (auto& c : children) {
+        std::istringstream line(line_of(*c));
+        long long e = -1, r = -1, o = -1, x = -1;
+        line >> e >> r >> o >> x;
+        executed += e;
+        per_process += " " + std::to_string(e);
+        replayed += r;
+        other += o;
+        errors += x;
+        CHECK(exit_code(*c) == 0);
+    }
+    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    MESSAGE(processes << " processes x " << threads << " connections x " << rounds << " transfers: " << executed
+                      << " executed (per process:" << per_process << "), " << replayed << " replayed in "
+                      << elapsed.count() << " ms");
+
+    CHECK(errors == 0);
+    CHECK(other == 0);  // inside the transaction a duplicate waits for the commit: never in flight
+    CHECK(executed == rounds);
+    CHECK(executed + replayed == processes * threads * rounds);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10 * rounds);
+    CHECK(bank::balance(f.session, "bob") == bank::opening_balance + 10 * rounds);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == rounds);
+    CHECK(bank::count(f.session, "SELECT count(DISTINCT transfer_key) FROM ledger") == rounds);
+    for (int round = 0; round < rounds; ++round) {
+        auto r = f.store.try_reserve(bank::transfer_key("transfer-" + std::to_string(round)), bank::fingerprint, 1min);
+        CHECK(r.status == idem::reservation_status::completed);
+        CHECK(r.payload == "moved 10");
+    }
+}
+
+TEST_CASE("a client killed with SIGKILL before its commit leaves nothing; the duplicate it blocked runs, once") {
+    bank_database f;
+    auto child = start({worker, "crash", f.conninfo, "crash-1"});
+    REQUIRE(line_of(*child) == "written");  // reserved, debited, credited, ledger written: not committed
+
+    // A duplicate arrives and waits on the uncommitted reservation.
+    auto duplicate = std::async(std::launch::async, [&] {
+        soci::session session;
+        idem::open_postgresql_session(session, f.conninfo);
+        idem::transaction_runner runner{session};
+        return bank::transfer(f.store, runner, "crash-1", 10);
+    });
+    CHECK(duplicate.wait_for(300ms) == std::future_status::timeout);
+
+    child->signal(SIGKILL);
+    CHECK(exit_code(*child) == 128 + SIGKILL);
+    // The server sees the connection close, rolls the client's transaction back and lets the duplicate through.
+    REQUIRE(duplicate.wait_for(10s) == std::future_status::ready);
+    CHECK(duplicate.get() == bank::outcome::executed);
+
+    idem::transaction_runner runner{f.session};
+    CHECK(bank::transfer(f.store, runner, "crash-1", 10) == bank::outcome::replayed);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+    CHECK(bank::balance(f.session, "bob") == bank::opening_balance + 10);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == 1);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_records") == 1);
+
+    // Killed with nobody waiting: nothing remains, and a retry runs once.
+    auto second = start({worker, "crash", f.conninfo, "crash-2"});
+    REQUIRE(line_of(*second) == "written");
+    second->signal(SIGKILL);
+    CHECK(exit_code(*second) == 128 + SIGKILL);
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (bank::count(f.session, "SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'") > 0 &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(10ms);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == 1);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_records") == 1);
+    CHECK(bank::transfer(f.store, runner, "crash-2", 10) == bank::outcome::executed);
+    CHECK(bank::transfer(f.store, runner, "crash-2", 10) == bank::outcome::replayed);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == 2);
+}
+
+TEST_CASE("migrations started by several processes at once are applied exactly once") {
+    bank_database f;
+    idem::test::scratch_database scratch(f.conninfo, "migrate_race");
+    const std::string& fresh = scratch.conninfo();
+    auto children = spawn(4, {worker, "migrate", fresh});
+    go(children);
+    int applied = 0;
+    for (auto& c : children) {
+        std::istringstream line(line_of(*c));
+        int n = -1;
+        line >> n;
+        applied += n;
+        if (n == 1) {
+            std::string name;
+            line >> name;
+            CHECK(name == "0001_create_records");
+        }
+        CHECK(exit_code(*c) == 0);
+    }
+    CHECK(applied == 1);
+    {
+        soci::session session;
+        idem::open_postgresql_session(session, fresh);
+        CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 1);
+        CHECK(bank::count(session, "SELECT count(*) FROM pg_tables WHERE tablename = 'idem_records'") == 1);
+    }
+}
+
+TEST_CASE("two processes purging at once delete each expired row exactly once, and never a live one") {
+    bank_database f;
+    constexpr long long expired = 20000;
+    f.session << "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, payload, completed,"
+                 " created_at, expires_at)"
+                 " SELECT sha256(('expired-' || i)::bytea), 'purge', 'global', 'expired-' || i, '\\x01', '\\x01',"
+                 " CASE WHEN i % 2 = 0 THEN '\\x02'::bytea END, i % 2 = 0, now() - interval '1 hour',"
+                 " now() - interval '1 second' * i FROM generate_series(1, :n) AS i",
+        soci::use(expired);
+    std::vector<idem::record_key> live;
+    for (int i = 0; i < 10; ++i) {
+        live.emplace_back("purge", "live-" + std::to_string(i));
+        auto r = f.store.try_reserve(live.back(), "fp", 1h);
+        if (i % 2 == 0) REQUIRE(f.store.complete(live.back(), r.token, "fp", "kept", 1h));
+    }
+    REQUIRE(f.store.count_expired(0s) == static_cast<std::size_t>(expired));
+
+    auto children = spawn(2, {worker, "purge", f.conninfo, "500"});
+    go(children);
+    long long purged = 0;
+    std::string each;
+    for (auto& c : children) {
+        const std::string line = line_of(*c);
+        purged += std::stoll(line);
+        each += " " + line;
+        CHECK(exit_code(*c) == 0);
+    }
+    MESSAGE("purged " << purged << " rows (per process:" << each << ")");
+    CHECK(purged == expired);
+    CHECK(f.store.count_expired(0s) == 0);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_records") == 10);
+    for (std::size_t i = 0; i < live.size(); ++i)
+        CHECK(f.store.try_reserve(live[i], "fp", 1h).status ==
+              (i % 2 == 0 ? idem::reservation_status::completed : idem::reservation_status::in_flight));
+}

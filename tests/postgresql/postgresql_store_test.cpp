@@ -1,0 +1,457 @@
+// The PostgreSQL store in the caller's transaction, its isolation rule, its
+// schema, its errors and its admin view, on a real server.
+#include <doctest/doctest.h>
+
+#include <libpq-fe.h>
+#include <soci/soci.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "bank.hpp"
+#include "expect.hpp"
+#include "idem/error.hpp"
+#include "postgres_server.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace bank = idem::test::pg_bank;
+using idem::reservation_status;
+using idem::store_failure;
+using idem::transaction;
+using idem::test::store_error_of;
+
+struct fixture {
+    std::string conninfo = idem::test::shared_postgres();
+    idem::postgresql_store store{{.connection = conninfo}};
+    soci::session session;
+    std::unique_ptr<idem::transaction_runner> runner;
+
+    fixture() {
+        idem::open_postgresql_session(session, conninfo);
+        bank::reset(session);
+        runner = std::make_unique<idem::transaction_runner>(session);
+    }
+
+    // A second business connection, as another instance of the service has.
+    struct other_connection {
+        soci::session session;
+        std::unique_ptr<idem::transaction_runner> runner;
+        explicit other_connection(const std::string& conninfo) {
+            idem::open_postgresql_session(session, conninfo);
+            runner = std::make_unique<idem::transaction_runner>(session);
+        }
+    };
+
+    [[nodiscard]] reservation_status detached_status(const std::string& key) {
+        auto r = store.try_reserve(bank::transfer_key(key), bank::fingerprint, 1min);
+        if (r.status == reservation_status::reserved) REQUIRE(store.release(bank::transfer_key(key), r.token));
+        return r.status;
+    }
+
+    [[nodiscard]] long long records() { return bank::count(session, "SELECT count(*) FROM idem_records"); }
+    [[nodiscard]] long long ledger() { return bank::count(session, "SELECT count(*) FROM ledger"); }
+};
+
+struct business_failure : std::runtime_error {
+    business_failure() : std::runtime_error("business failure") {}
+};
+
+// The same connection as a postgresql:// URI.
+std::string uri_of(const std::string& conninfo) {
+    PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), nullptr);
+    REQUIRE(options != nullptr);
+    std::map<std::string, std::string> values;
+    for (PQconninfoOption* o = options; o->keyword != nullptr; ++o)
+        if (o->val != nullptr) values[o->keyword] = o->val;
+    PQconninfoFree(options);
+    std::string uri = "postgresql://" + values["user"];
+    if (!values["password"].empty()) uri += ":" + values["password"];
+    return uri + "@" + values["host"] + ":" + values["port"] + "/" + values["dbname"];
+}
+
+}  // namespace
+
+TEST_CASE("postgresql store: a commit lands the business rows and the completed record together") {
+    fixture f;
+    CHECK(bank::transfer(f.store, *f.runner, "t-1", 25) == bank::outcome::executed);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 25);
+    auto replay = f.store.try_reserve(bank::transfer_key("t-1"), bank::fingerprint, 1min);
+    CHECK(replay.status == reservation_status::completed);
+    CHECK(replay.payload == "moved 25");
+    CHECK(bank::transfer(f.store, *f.runner, "t-1", 25) == bank::outcome::replayed);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 25);
+    CHECK(f.ledger() == 1);
+}
+
+TEST_CASE("postgresql store: a rollback leaves no record, so a retry runs again") {
+    fixture f;
+    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
+        auto r = f.store.try_reserve(tx, bank::transfer_key("t-2"), bank::fingerprint, 1min);
+        REQUIRE(r.status == reservation_status::reserved);
+        bank::move_money(tx.session(), "t-2", 10);
+        REQUIRE(f.store.complete(tx, bank::transfer_key("t-2"), r.token, bank::fingerprint, "moved", 24h));
+        throw business_failure();  // after complete: the record goes with the data
+    }),
+                    business_failure);
+    CHECK(f.runner->last_state() == idem::transaction_state::rolled_back);
+    CHECK(f.records() == 0);
+    CHECK(f.ledger() == 0);
+    CHECK(f.detached_status("t-2") == reservation_status::reserved);
+    CHECK(bank::transfer(f.store, *f.runner, "t-2", 10) == bank::outcome::executed);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+
+    // A result the predicate declines rolls back the same way.
+    const bool ok = f.runner->run(
+        [&](transaction& tx) {
+            auto r = f.store.try_reserve(tx, bank::transfer_key("t-3"), bank::fingerprint, 1min);
+            REQUIRE(r.status == reservation_status::reserved);
+            bank::move_money(tx.session(), "t-3", 10);
+            return false;
+        },
+        [](bool result) { return result; });
+    CHECK_FALSE(ok);
+    CHECK(f.detached_status("t-3") == reservation_status::reserved);
+    CHECK(f.ledger() == 1);
+}
+
+TEST_CASE("postgresql store: release inside the transaction, and a second reserve there sees it in flight") {
+    fixture f;
+    f.runner->run([&](transaction& tx) {
+        auto r = f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min);
+        REQUIRE(r.status == reservation_status::reserved);
+        CHECK(f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min).status ==
+              reservation_status::in_flight);
+        CHECK(f.store.try_reserve(tx, bank::transfer_key("t-4"), "other", 1min).status ==
+              reservation_status::fingerprint_mismatch);
+        CHECK_FALSE(f.store.release(tx, bank::transfer_key("t-4"), "other-token"));
+        CHECK(f.store.release(tx, bank::transfer_key("t-4"), r.token));
+        CHECK(f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min).status ==
+              reservation_status::reserved);
+    });
+    CHECK(f.detached_status("t-4") == reservation_status::in_flight);
+}
+
+// A first transfer reserves `key`, moves the money and holds its transaction
+// open for 300 ms, then commits (or rolls back); a duplicate on another
+// connection arrives meanwhile. Returns the duplicate's outcome and how long it waited.
+std::pair<bank::outcome, std::chrono::milliseconds> duplicate_during(fixture& f, const std::string& key, bool commits) {
+    std::promise<void> written;
+    std::jthread first([&] {
+        try {
+            f.runner->run([&](transaction& tx) {
+                auto r = f.store.try_reserve(tx, bank::transfer_key(key), bank::fingerprint, 1min);
+                REQUIRE(r.status == reservation_status::reserved);
+                bank::move_money(tx.session(), key, 10);
+                written.set_value();
+                std::this_thread::sleep_for(300ms);  // the duplicate arrives now
+                if (!commits) throw business_failure();
+                REQUIRE(f.store.complete(tx, bank::transfer_key(key), r.token, bank::fingerprint, "moved 10", 24h));
+            });
+        } catch (const business_failure&) {
+        }
+    });
+    written.get_future().wait();
+    fixture::other_connection other(f.conninfo);
+    const auto started = std::chrono::steady_clock::now();
+    const auto outcome = bank::transfer(f.store, *other.runner, key, 10);
+    const auto waited = std::chrono::steady_clock::now() - started;
+    first.join();
+    return {outcome, std::chrono::duration_cast<std::chrono::milliseconds>(waited)};
+}
+
+TEST_CASE("postgresql store: a duplicate waits on the uncommitted reservation, then replays the committed result") {
+    fixture f;
+    const auto [outcome, waited] = duplicate_during(f, "t-5", true);
+    CHECK(outcome == bank::outcome::replayed);
+    CHECK(waited >= 200ms);
+    MESSAGE("the duplicate waited " << waited.count() << " ms for the first commit");
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+    CHECK(f.ledger() == 1);
+}
+
+TEST_CASE("postgresql store: a duplicate waiting on a reservation that rolls back runs itself") {
+    fixture f;
+    const auto [outcome, waited] = duplicate_during(f, "t-6", false);
+    CHECK(outcome == bank::outcome::executed);
+    CHECK(waited >= 200ms);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+    CHECK(f.ledger() == 1);
+    CHECK(f.detached_status("t-6") == reservation_status::completed);
+}
+
+TEST_CASE("postgresql store: REPEATABLE READ and SERIALIZABLE transactions are refused with a clear error") {
+    fixture f;
+    for (auto level : {idem::isolation_level::repeatable_read, idem::isolation_level::serializable}) {
+        idem::transaction_runner strict(f.session, {.isolation = level});
+        const auto e = store_error_of([&] {
+            strict.run([&](transaction& tx) {
+                (void)f.store.try_reserve(tx, bank::transfer_key("t-7"), bank::fingerprint, 1min);
+            });
+        });
+        CHECK(e.failure() == store_failure::unsupported);
+        CHECK_FALSE(e.is_transient());
+        CHECK(std::string(e.what()).find("READ COMMITTED") != std::string::npos);
+        CHECK(std::string(e.what()).find("t-7") == std::string::npos);
+        CHECK(strict.last_state() == idem::transaction_state::rolled_back);
+
+        // complete and release refuse too, and write nothing.
+        CHECK(store_error_of([&] {
+                  strict.run([&](transaction& tx) {
+                      (void)f.store.complete(tx, bank::transfer_key("t-7"), "token", bank::fingerprint, "x", 1h);
+                  });
+              }).failure() == store_failure::unsupported);
+        CHECK(store_error_of([&] {
+                  strict.run([&](transaction& tx) { (void)f.store.release(tx, bank::transfer_key("t-7"), "token"); });
+              }).failure() == store_failure::unsupported);
+    }
+    // The level the session runs at is what counts, not what the runner was told.
+    f.session << "SET default_transaction_isolation = 'serializable'";
+    CHECK(store_error_of([&] { (void)bank::transfer(f.store, *f.runner, "t-7", 10); }).failure() ==
+          store_failure::unsupported);
+    f.session << "SET default_transaction_isolation = 'read committed'";
+    CHECK(f.records() == 0);
+    CHECK(bank::transfer(f.store, *f.runner, "t-7", 10) == bank::outcome::executed);
+}
+
+TEST_CASE("postgresql store: its own connections run at READ COMMITTED whatever the database's default") {
+    fixture f;
+    idem::test::scratch_database strict(f.conninfo, "strict");
+    f.session << "ALTER DATABASE " + strict.name() + " SET default_transaction_isolation = 'serializable'";
+    {
+        idem::postgresql_store store{{.connection = strict.conninfo()}};
+        const idem::record_key key("strict", "k");
+        auto r = store.try_reserve(key, "fp", 1min);
+        REQUIRE(r.status == reservation_status::reserved);
+        CHECK(store.complete(key, r.token, "fp", "done", 1h));
+        CHECK(store.try_reserve(key, "fp", 1min).payload == "done");
+    }
+}
+
+TEST_CASE("postgresql store: binary payloads and keys with NUL round-trip; readable columns for operators") {
+    fixture f;
+    std::string payload(1 << 20, '\0');
+    for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 131 % 256);
+    const idem::record_key with_nul("bank.\xC3\xA9t\xC3\xA9", idem::scope::tenant("T 1"), std::string("a\0b", 3));
+    const idem::record_key with_replacement("bank.\xC3\xA9t\xC3\xA9", idem::scope::tenant("T 1"), "a\xEF\xBF\xBD" "b");
+    f.runner->run([&](transaction& tx) {
+        auto r = f.store.try_reserve(tx, with_nul, std::string("fp\0\xff", 4), 1min);
+        REQUIRE(r.status == reservation_status::reserved);
+        REQUIRE(f.store.complete(tx, with_nul, r.token, std::string("fp\0\xff", 4), payload, 1h));
+    });
+    auto replay = f.store.try_reserve(with_nul, std::string("fp\0\xff", 4), 1min);
+    CHECK(replay.status == reservation_status::completed);
+    CHECK(replay.payload == payload);
+    // Identity is the hash: the key whose readable text looks the same is another record.
+    CHECK(f.store.try_reserve(with_replacement, "fp", 1min).status == reservation_status::reserved);
+
+    const auto state = f.store.inspect(with_nul.digest(), true);
+    REQUIRE(state.has_value());
+    CHECK(state->completed);
+    CHECK(state->name_space == "bank.\xC3\xA9t\xC3\xA9");
+    CHECK(state->scope == "tenant:T 1");
+    CHECK(state->key == "a\xEF\xBF\xBD" "b");
+    CHECK(state->payload_bytes == payload.size());
+    CHECK(state->payload == payload);
+    CHECK_FALSE(state->expired());
+    CHECK(state->expires_at - state->created_at > 59min);
+    CHECK(state->expires_at - state->created_at <= 1h);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_records WHERE namespace = 'bank.\xC3\xA9t\xC3\xA9'"
+                                 " AND key COLLATE \"C\" < 'b'") == 2);
+}
+
+TEST_CASE("postgresql store: store_admin inspects, counts and purges expired rows only") {
+    fixture f;
+    const idem::record_key live("admin", "live");
+    const idem::record_key done("admin", "done");
+    auto l = f.store.try_reserve(live, "fp", 1h);
+    auto d = f.store.try_reserve(done, "fp", 1h);
+    REQUIRE(f.store.complete(done, d.token, "fp", "kept", 1h));
+    std::vector<idem::record_key> expired;
+    for (int i = 0; i < 7; ++i) {
+        expired.emplace_back("admin", "expired-" + std::to_string(i));
+        auto r = f.store.try_reserve(expired.back(), "fp", 50ms);
+        if (i % 2 == 0) REQUIRE(f.store.complete(expired.back(), r.token, "fp", "x", 50ms));
+    }
+    std::this_thread::sleep_for(120ms);
+
+    auto in_flight = f.store.inspect(live.digest(), true);
+    REQUIRE(in_flight.has_value());
+    CHECK_FALSE(in_flight->completed);
+    CHECK_FALSE(in_flight->payload.has_value());
+    auto without = f.store.inspect(done.digest(), false);
+    REQUIRE(without.has_value());
+    CHECK(without->payload_bytes == 4);
+    CHECK_FALSE(without->payload.has_value());
+    CHECK(f.store.inspect(idem::record_key("admin", "absent").digest(), true) == std::nullopt);
+    auto gone = f.store.inspect(expired.front().digest(), false);
+    REQUIRE(gone.has_value());
+    CHECK(gone->expired());
+
+    CHECK(f.store.count_expired(0s) == 7);
+    CHECK(f.store.count_expired(1h) == 0);  // none expired an hour ago
+    CHECK(f.store.purge_batch(5, 1h) == 0);
+    CHECK(f.store.purge_batch(5, 0s) == 5);
+    CHECK(f.store.purge_expired(100) == 2);
+    CHECK(f.store.count_expired(0s) == 0);
+    CHECK(f.records() == 2);
+    CHECK(f.store.try_reserve(live, "fp", 1h).status == reservation_status::in_flight);
+    CHECK(f.store.try_reserve(done, "fp", 1h).payload == "kept");
+    CHECK(f.store.complete(live, l.token, "fp", "mine", 1h));
+
+    CHECK_THROWS_AS((void)f.store.purge_batch(0, 0s), std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store.purge_batch(1, -1s), std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store.count_expired(-1s), std::invalid_argument);
+}
+
+TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing schema is a schema error") {
+    fixture f;
+    CHECK(f.store.migrate().empty());
+    CHECK(f.store.migrate().empty());
+    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_schema_versions") == 1);
+
+    {
+        idem::test::scratch_database scratch(f.conninfo, "fresh");
+        const std::string& fresh = scratch.conninfo();
+        idem::postgresql_store store{{.connection = fresh, .migrate_on_open = false}};
+        const auto e = store_error_of([&] { (void)store.try_reserve(idem::record_key("m", "k"), "fp", 1min); });
+        CHECK(e.failure() == store_failure::schema);
+        CHECK(e.native_code() == "42P01");
+        CHECK(std::string(e.what()).find("migrate") != std::string::npos);
+        CHECK(store.migrate() == std::vector<std::string>{"0001_create_records"});
+        CHECK(store.migrate().empty());
+        CHECK(store.try_reserve(idem::record_key("m", "k"), "fp", 1min).status == reservation_status::reserved);
+
+        // A schema newer than this library is refused, not used.
+        soci::session s;
+        idem::open_postgresql_session(s, fresh);
+        s << "INSERT INTO idem_schema_versions (version, name) VALUES (99, '0099_future')";
+        CHECK(store_error_of([&] { (void)store.migrate(); }).failure() == store_failure::schema);
+    }
+}
+
+TEST_CASE("postgresql store: bad settings and unreachable servers are typed errors") {
+    CHECK_THROWS_AS(idem::postgresql_store({.connection = ""}), std::invalid_argument);
+    CHECK_THROWS_AS(idem::postgresql_store({.connection = "this is not a conninfo"}), std::invalid_argument);
+    CHECK_THROWS_AS(idem::postgresql_store({.connection = "postgresql://host:notaport/db"}), std::invalid_argument);
+    CHECK_THROWS_AS(idem::postgresql_store({.connection = "postgresql://host/db?no_such_option=1"}),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(idem::postgresql_store({.connection = "host=127.0.0.1 sslmode=sometimes"}), std::invalid_argument);
+    const std::string conninfo = idem::test::shared_postgres();
+    CHECK_THROWS_AS(idem::postgresql_store({.connection = conninfo, .pool_size = 0}), std::invalid_argument);
+    CHECK_THROWS_AS(idem::postgresql_store({.connection = conninfo, .lock_timeout = -1ms}), std::invalid_argument);
+
+    // Nothing listens there: connection_lost (transient).
+    const auto down = store_error_of([] {
+        idem::postgresql_store store({.connection = "host=127.0.0.1 port=1 connect_timeout=2 dbname=x"});
+    });
+    CHECK(down.is_connection_lost());
+    CHECK(down.is_transient());
+    // The server answers but refuses the database: not transient.
+    const auto refused = store_error_of([&] {
+        idem::postgresql_store store({.connection = conninfo + " dbname=no_such_database"});
+    });
+    CHECK(refused.failure() == store_failure::other);
+    CHECK_FALSE(refused.is_transient());
+    CHECK(std::string(refused.what()).find("no_such_database") != std::string::npos);
+
+    // A postgresql:// URI works as well as key=value pairs.
+    idem::postgresql_store by_uri({.connection = uri_of(conninfo)});
+    CHECK(by_uri.try_reserve(idem::record_key("uri", "k"), "fp", 1min).status == reservation_status::reserved);
+}
+
+TEST_CASE("postgresql store: connection strings reach libpq intact: URIs, quoted values with spaces and quotes") {
+    const std::string conninfo = idem::test::shared_postgres();
+    auto application_name = [](const std::string& connection) {
+        soci::session s;
+        idem::open_postgresql_session(s, connection);
+        std::string name;
+        s << "SELECT current_setting('application_name')", soci::into(name);
+        return name;
+    };
+    CHECK(application_name(conninfo + R"( application_name='teller \'7\' of bank')") == "teller '7' of bank");
+    CHECK(application_name(uri_of(conninfo) + "?application_name=a%20b%26c") == "a b&c");
+    CHECK(application_name(conninfo) == "idem");  // the fallback name, when the caller gives none
+}
+
+TEST_CASE("postgresql store: a transaction on another database is refused before anything is written") {
+    fixture f;
+    idem::test::scratch_database other(f.conninfo, "other");
+    {
+        soci::session elsewhere;
+        idem::open_postgresql_session(elsewhere, other.conninfo());
+        idem::transaction_runner runner{elsewhere};
+        CHECK_THROWS_AS(runner.run([&](transaction& tx) {
+            (void)f.store.try_reserve(tx, bank::transfer_key("x"), bank::fingerprint, 1min);
+        }),
+                        std::invalid_argument);
+    }
+}
+
+TEST_CASE("postgresql store: lock and statement timeouts, deadlocks: typed, transient, without the key") {
+    fixture f;
+    idem::postgresql_store impatient{{.connection = f.conninfo, .lock_timeout = 100ms}};
+    std::promise<void> holding;
+    std::promise<void> done;
+    std::jthread holder([&] {
+        f.runner->run([&](transaction& tx) {
+            auto r = f.store.try_reserve(tx, bank::transfer_key("secret-key"), bank::fingerprint, 1min);
+            REQUIRE(r.status == reservation_status::reserved);
+            holding.set_value();
+            done.get_future().wait();
+        });
+    });
+    holding.get_future().wait();
+
+    const auto locked = store_error_of([&] {
+        (void)impatient.try_reserve(bank::transfer_key("secret-key"), bank::fingerprint, 1min);
+    });
+    CHECK(locked.failure() == store_failure::timeout);
+    CHECK(locked.native_code() == "55P03");
+    CHECK(locked.is_transient());
+    CHECK(std::string(locked.what()).find("secret-key") == std::string::npos);
+
+    fixture::other_connection other(f.conninfo);
+    other.session << "SET statement_timeout = 100";
+    const auto cancelled = store_error_of([&] { (void)bank::transfer(f.store, *other.runner, "secret-key", 1); });
+    CHECK(cancelled.failure() == store_failure::timeout);
+    CHECK(cancelled.native_code() == "57014");
+    CHECK(other.runner->last_state() == idem::transaction_state::rolled_back);
+    done.set_value();
+    holder.join();
+
+    // Two transactions reserving two keys in opposite orders: PostgreSQL breaks the cycle.
+    other.session << "SET statement_timeout = 0";
+    std::atomic<int> conflicts{0};
+    std::atomic<int> committed{0};
+    auto cross = [&](idem::transaction_runner& runner, const std::string& a, const std::string& b,
+                     std::promise<void>& mine, std::shared_future<void> theirs) {
+        try {
+            runner.run([&](transaction& tx) {
+                REQUIRE(f.store.try_reserve(tx, bank::transfer_key(a), bank::fingerprint, 1min).status ==
+                        reservation_status::reserved);
+                mine.set_value();
+                theirs.wait();
+                (void)f.store.try_reserve(tx, bank::transfer_key(b), bank::fingerprint, 1min);
+            });
+            ++committed;
+        } catch (const idem::store_error& e) {
+            CHECK(e.failure() == store_failure::conflict);
+            CHECK(e.native_code() == "40P01");
+            ++conflicts;
+        }
+    };
+    std::promise<void> first_holds, second_holds;
+    std::shared_future<void> first_ready = first_holds.get_future().share();
+    std::shared_future<void> second_ready = second_holds.get_future().share();
+    std::jthread one([&] { cross(*f.runner, "d-1", "d-2", first_holds, second_ready); });
+    std::jthread two([&] { cross(*other.runner, "d-2", "d-1", second_holds, first_ready); });
+    one.join();
+    two.join();
+    CHECK(conflicts == 1);
+    CHECK(committed == 1);
+}

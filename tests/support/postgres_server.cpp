@@ -1,0 +1,147 @@
+#include "postgres_server.hpp"
+
+#include <libpq-fe.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include "child_process.hpp"
+#include "free_port.hpp"
+
+#ifndef IDEM_POSTGRES_BINDIR
+#define IDEM_POSTGRES_BINDIR "/usr/lib/postgresql/15/bin"
+#endif
+
+namespace idem::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string bindir = IDEM_POSTGRES_BINDIR;
+constexpr const char* superuser = "idem";
+
+std::string read_file(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// Runs a program as the server user to completion; throws with its output when it fails.
+void run_as_server_user(std::vector<std::string> argv, const std::filesystem::path& dir, const std::string& log) {
+    spawn_options options;
+    const std::string program = argv.front();
+    options.argv = std::move(argv);
+    options.working_dir = dir;
+    options.as_server_user = true;
+    options.output_file = dir / log;
+    child_process child(std::move(options));
+    if (!child.wait_for_exit(60s)) throw std::runtime_error(program + " did not finish within 60 s");
+    const int status = child.reap();
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        throw std::runtime_error(program + " failed:\n" + read_file(dir / log));
+}
+
+bool accepts_connections(const std::string& conninfo) { return PQping(conninfo.c_str()) == PQPING_OK; }
+
+// One statement through libpq, for the database housekeeping below.
+void execute(const std::string& conninfo, const std::string& sql) {
+    PGconn* conn = PQconnectdb(conninfo.c_str());
+    const std::unique_ptr<PGconn, decltype(&PQfinish)> owner(conn, PQfinish);
+    if (PQstatus(conn) != CONNECTION_OK) throw std::runtime_error(std::string("cannot connect: ") + PQerrorMessage(conn));
+    PGresult* r = PQexec(conn, sql.c_str());
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) throw std::runtime_error(sql + ": " + PQerrorMessage(conn));
+}
+
+// Replaces (or adds) dbname in a key=value connection string or a URI.
+std::string with_database(const std::string& conninfo, const std::string& database) {
+    PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), nullptr);
+    if (options == nullptr) throw std::runtime_error("IDEM_TEST_POSTGRES is not a valid libpq connection string");
+    std::string out;
+    for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+        if (o->val == nullptr || std::string_view(o->keyword) == "dbname") continue;
+        std::string value = o->val;
+        std::string quoted;
+        for (char c : value) {
+            if (c == '\'' || c == '\\') quoted += '\\';
+            quoted += c;
+        }
+        out += std::string(o->keyword) + "='" + quoted + "' ";
+    }
+    PQconninfoFree(options);
+    return out + "dbname=" + database;
+}
+
+}  // namespace
+
+postgres_server::postgres_server() : port_(free_loopback_port()), server_("postgres") {
+    run_as_server_user({bindir + "/initdb", "-D", (server_.dir() / "data").string(), "-A", "trust", "-E", "UTF8",
+                        "--locale=C", "--no-sync", "-U", superuser},
+                       server_.dir(), "initdb.log");
+    start();
+}
+
+std::string postgres_server::conninfo(std::string_view database) const {
+    return "host=127.0.0.1 port=" + std::to_string(port_) + " user=" + superuser + " dbname=" + std::string(database);
+}
+
+std::string postgres_server::socket_conninfo(std::string_view database) const {
+    return "host=" + server_.dir().string() + " port=" + std::to_string(port_) + " user=" + superuser +
+           " dbname=" + std::string(database);
+}
+
+void postgres_server::start() {
+    server_.start({bindir + "/postgres", "-D", (server_.dir() / "data").string(),
+                   "-p", std::to_string(port_),
+                   "-k", server_.dir().string(),
+                   "-c", "listen_addresses=127.0.0.1",
+                   "-c", "fsync=off",
+                   "-c", "synchronous_commit=off",
+                   "-c", "full_page_writes=off",
+                   "-c", "max_connections=200",
+                   "-c", "shared_buffers=32MB",
+                   "-c", "log_min_messages=warning"},
+                  [info = conninfo()] { return accepts_connections(info); }, 30s);
+}
+
+void postgres_server::stop() { server_.stop(SIGINT, 10s); }
+
+scratch_database::scratch_database(std::string server, std::string_view label) : server_(std::move(server)) {
+    static int serial = 0;
+    name_ = "idem_" + std::string(label) + "_" + std::to_string(getpid()) + "_" + std::to_string(++serial);
+    execute(server_, "CREATE DATABASE " + name_);
+    conninfo_ = with_database(server_, name_);
+}
+
+scratch_database::~scratch_database() {
+    try {
+        execute(server_, "DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+    } catch (...) {
+        // a destructor has no one to report to
+    }
+}
+
+std::optional<std::string> external_postgres() {
+    const char* value = std::getenv("IDEM_TEST_POSTGRES");
+    if (value == nullptr || *value == '\0') return std::nullopt;
+    return std::string(value);
+}
+
+std::string shared_postgres() {
+    if (auto external = external_postgres()) {
+        static scratch_database database(*external, "test");
+        return database.conninfo();
+    }
+    static postgres_server server;
+    return server.conninfo();
+}
+
+}  // namespace idem::test
