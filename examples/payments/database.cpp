@@ -3,7 +3,6 @@
 #include <idem/sqlite_store.hpp>
 #ifdef IDEM_PAYMENTS_POSTGRESQL
 #include <idem/postgresql_store.hpp>
-#include <soci/postgresql/soci-postgresql.h>
 #endif
 
 #include <stdexcept>
@@ -32,7 +31,7 @@ database database::open(const std::string& url, std::size_t connections) {
 #ifdef IDEM_PAYMENTS_POSTGRESQL
         db.postgresql_ = true;
         db.store_ = std::make_shared<idem::postgresql_store>(idem::postgresql_store_options{.connection = url});
-        open_session = [url](soci::session& s) { s.open(soci::postgresql, url); };
+        open_session = [url](soci::session& s) { idem::open_postgresql_session(s, url); };
 #else
         throw std::invalid_argument("this build has no PostgreSQL store");
 #endif

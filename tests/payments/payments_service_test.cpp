@@ -1,5 +1,5 @@
 // The payments example as a real service: started as a child process, driven
-// over loopback HTTP. IDEM_PAYMENTS_DB picks the database (default: a new SQLite file).
+// over loopback HTTP, on SQLite or (built with IDEM_PAYMENTS_POSTGRESQL) on PostgreSQL.
 #include <doctest/doctest.h>
 
 #include <httplib.h>
@@ -9,20 +9,43 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "child_process.hpp"
 #include "idem/webhook.hpp"
 #include "temp_dir.hpp"
+#ifdef IDEM_PAYMENTS_POSTGRESQL
+#include "postgres_server.hpp"
+#endif
 
 using namespace std::chrono_literals;
 
 namespace {
 
+#ifdef IDEM_PAYMENTS_POSTGRESQL
+// The service takes postgresql:// URIs; the test server hands out key=value strings.
+std::string as_uri(const std::string& conninfo) {
+    if (conninfo.starts_with("postgres")) return conninfo;
+    std::map<std::string, std::string> fields;
+    std::istringstream in(conninfo);
+    for (std::string pair; in >> pair;) {
+        const auto eq = pair.find('=');
+        fields[pair.substr(0, eq)] = pair.substr(eq + 1);
+    }
+    return "postgresql://" + fields["user"] + "@" + fields["host"] + ":" + fields["port"] + "/" + fields["dbname"];
+}
+#endif
+
+// A new SQLite file, or (in the PostgreSQL build of this test) the shared test server.
 std::string database_url(const idem::test::temp_dir& dir) {
-    if (const char* url = std::getenv("IDEM_PAYMENTS_DB")) return url;
+#ifdef IDEM_PAYMENTS_POSTGRESQL
+    (void)dir;
+    return as_uri(idem::test::shared_postgres());
+#else
     return "sqlite:" + (dir.path() / "payments.db").string();
+#endif
 }
 
 struct payments_service {
