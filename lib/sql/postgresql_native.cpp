@@ -38,7 +38,8 @@ void to_network(Int value, char* out) noexcept {
 
 const char* describe(store_failure failure, std::string_view sqlstate) noexcept {
     if (sqlstate == "25P02") return "the transaction had already failed";
-    if (sqlstate == "ID001") return "the record was not completed";
+    // The completing statement sent with COMMIT raises it when it completed nothing.
+    if (sqlstate == "22P02") return "the record was not completed";
     switch (failure) {
         case store_failure::connection_lost: return "the connection to PostgreSQL was lost";
         case store_failure::timeout: return "lock or statement timeout";

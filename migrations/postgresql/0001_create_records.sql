@@ -23,17 +23,3 @@ CREATE TABLE idem_records (
 
 -- Purging walks expired rows in expiry order, and counting them reads only the index.
 CREATE INDEX idem_records_expires_at ON idem_records (expires_at);
-
--- The statement that completes a record in the same round trip as COMMIT
--- (idem::execute_in_transaction) must fail when it completed nothing, so that
--- the COMMIT sent behind it does not happen.
-CREATE FUNCTION idem_require_completed(done boolean) RETURNS boolean
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF NOT done THEN
-        RAISE EXCEPTION 'idem: the record this transaction reserved could not be completed'
-            USING ERRCODE = 'ID001';
-    END IF;
-    RETURN true;
-END
-$$;

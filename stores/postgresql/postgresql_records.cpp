@@ -43,11 +43,31 @@ SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM reserved),
 FROM (SELECT) AS answer LEFT JOIN live ON true)",
                                       reserve_types, "reserving a record"};
 
-// Inside a transaction the reserve before it has already locked the row.
+// In the caller's transaction nothing is read first: most reserves there are of
+// fresh keys, and the INSERT itself is what makes a concurrent duplicate wait.
+// It writes only at READ COMMITTED; when it returns no row the lookup below tells why.
+constexpr statement_text reserve_in_text{R"(
+INSERT INTO idem_records AS r
+    (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
+SELECT $1, convert_from($2, 'UTF8'), convert_from($3, 'UTF8'), convert_from($4, 'UTF8'), $5, $6, NULL, false,
+       clock_timestamp(), clock_timestamp() + $7
+WHERE )" IDEM_READ_COMMITTED R"(
+ON CONFLICT (key_hash) DO UPDATE
+    SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = NULL, completed = false,
+        created_at = clock_timestamp(), expires_at = clock_timestamp() + $7
+    WHERE r.expires_at <= clock_timestamp()
+RETURNING 1)",
+                                         reserve_types, "reserving a record"};
+
+// After a reserve that wrote nothing: the entry in the way (locked, so it
+// cannot change before this transaction ends), with the isolation level; no
+// row at all means the reserve was refused (a stricter level) or the entry vanished.
 constexpr Oid lookup_types[] = {bytea_oid};
 constexpr statement_text lookup_text{R"(
-SELECT completed, fingerprint, payload, expires_at > clock_timestamp()
-FROM idem_records WHERE key_hash = $1 FOR UPDATE)",
+SELECT current_setting('transaction_isolation'), r.completed, r.fingerprint, r.payload, r.live
+FROM (SELECT) AS answer LEFT JOIN LATERAL (
+    SELECT completed, fingerprint, payload, expires_at > clock_timestamp() AS live
+    FROM idem_records WHERE key_hash = $1 FOR UPDATE) AS r ON true)",
                                      lookup_types, "reading a record"};
 
 // $7 payload, $8 retention. A live entry with another token, or a completed
@@ -72,7 +92,8 @@ SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM completed))
 // Sent with COMMIT, only by the transaction that reserved the key: its row is
 // there, carries this token and is locked by this transaction, so a plain
 // UPDATE does (the reserve checked the isolation level and wrote the
-// fingerprint). Completing nothing makes it fail, so the COMMIT behind it does not happen.
+// fingerprint). Completing nothing must fail, so that the COMMIT behind it does
+// not happen: the text cast to boolean below then raises 22P02 with this message.
 // $1 key_hash, $2 token, $3 payload, $4 retention.
 constexpr Oid complete_at_commit_types[] = {bytea_oid, bytea_oid, bytea_oid, interval_oid};
 constexpr statement_text complete_at_commit_text{R"(
@@ -81,7 +102,8 @@ WITH completed AS (
                             expires_at = clock_timestamp() + $4
     WHERE key_hash = $1 AND token = $2 AND NOT completed
     RETURNING 1)
-SELECT idem_require_completed(EXISTS (SELECT FROM completed)))",
+SELECT (CASE WHEN EXISTS (SELECT FROM completed) THEN 'true'
+             ELSE 'idem: the record this transaction reserved could not be completed' END)::boolean)",
                                                  complete_at_commit_types, "completing a record at commit"};
 
 constexpr Oid release_types[] = {bytea_oid, bytea_oid};
@@ -188,6 +210,7 @@ record_statements::record_statements(PGconn* conn)
       backend_pid_(PQbackendPID(conn)),
       prefix_(statement_names()),
       reserve_{&reserve_text, prefix_ + "reserve"},
+      reserve_in_{&reserve_in_text, prefix_ + "reserve_in"},
       lookup_{&lookup_text, prefix_ + "lookup"},
       complete_{&complete_text, prefix_ + "complete"},
       complete_at_commit_{&complete_at_commit_text, prefix_ + "complete_at_commit"},
@@ -219,44 +242,71 @@ reservation answer(const result& row, int first, const record_key& key, std::str
 }  // namespace
 
 reservation record_statements::try_reserve(const record_key& key, std::string_view fingerprint,
-                                           std::string_view token, duration lease, fast_path* tx) {
+                                           std::string_view token, duration lease) {
     identity id;
     parameters values;
     id.bind(values, key);
     values.bytes(token).bytes(fingerprint).interval(lease);
-    parameters by_hash;
-    by_hash.bytes(key.digest());
-
-    // Between two statements an entry can change only outside this transaction
-    // (it expired, or was released or purged): then reserve again.
+    // Between two statements an entry can change (it expired, or was released
+    // or purged): then reserve again.
     for (int attempt = 0; attempt < 8; ++attempt) {
-        {
-            pipeline p(conn_);
-            if (tx != nullptr && tx->held_begin() != nullptr) {
-                p.query(tx->held_begin(), "BEGIN");
-                tx->begin_sent();
-            }
-            reserve_.queue(p, values);
-            p.run();
-            const result& row = p.last();
-            if (done_at_read_committed(row, reserve_text.what)) {
-                if (tx != nullptr) {
-                    reserved_serial_ = tx->serial();
-                    reserved_digest_ = key.digest();
-                    reserved_token_.assign(token);
-                }
-                return reservation::reserved(std::string(token));
-            }
-            if (!row.is_null(0, 2)) return answer(row, 2, key, fingerprint);
-        }
         pipeline p(conn_);
-        lookup_.queue(p, by_hash);
+        reserve_.queue(p, values);
         p.run();
         const result& row = p.last();
-        if (row.rows() == 1 && row.boolean(0, 3)) return answer(row, 0, key, fingerprint);
+        if (done_at_read_committed(row, reserve_text.what)) return reservation::reserved(std::string(token));
+        if (!row.is_null(0, 2)) return answer(row, 2, key, fingerprint);
+        if (auto live = locked_entry(key, fingerprint)) return std::move(*live);
     }
-    throw store_error(store_failure::conflict,
-                      "idem: reserving the record " + key.key_hash() + " failed: it kept changing under the reserve");
+    throw changing(key);
+}
+
+reservation record_statements::try_reserve_in(const record_key& key, std::string_view fingerprint,
+                                              std::string_view token, duration lease, fast_path* tx) {
+    identity id;
+    parameters values;
+    id.bind(values, key);
+    values.bytes(token).bytes(fingerprint).interval(lease);
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        pipeline p(conn_);
+        if (tx != nullptr && tx->held_begin() != nullptr) {
+            p.query(tx->held_begin(), "BEGIN");
+            tx->begin_sent();
+        }
+        reserve_in_.queue(p, values);
+        p.run();
+        if (p.last().rows() == 1) {
+            if (tx != nullptr) {
+                reserved_serial_ = tx->serial();
+                reserved_digest_ = key.digest();
+                reserved_token_.assign(token);
+            }
+            return reservation::reserved(std::string(token));
+        }
+        if (auto live = locked_entry(key, fingerprint)) return std::move(*live);
+    }
+    throw changing(key);
+}
+
+std::optional<reservation> record_statements::locked_entry(const record_key& key, std::string_view fingerprint) {
+    parameters by_hash;
+    by_hash.bytes(key.digest());
+    pipeline p(conn_);
+    lookup_.queue(p, by_hash);
+    p.run();
+    const result& row = p.last();
+    const std::string_view level = row.bytes(0, 0);
+    if (!read_committed(level))
+        throw store_error(store_failure::unsupported,
+                          "idem: reserving a record refused: the PostgreSQL store needs READ COMMITTED "
+                          "transactions; this one runs at " + std::string(level));
+    if (!row.is_null(0, 4) && row.boolean(0, 4)) return answer(row, 1, key, fingerprint);
+    return std::nullopt;  // gone or expired since the reserve: try again
+}
+
+store_error record_statements::changing(const record_key& key) {
+    return store_error(store_failure::conflict,
+                       "idem: reserving the record " + key.key_hash() + " failed: it kept changing under the reserve");
 }
 
 bool record_statements::run_checked(prepared_statement& s, const parameters& values) {

@@ -25,12 +25,17 @@ public:
     [[nodiscard]] bool serves(const PGconn* conn) const noexcept;
     [[nodiscard]] PGconn* conn() const noexcept { return conn_; }
 
-    // Inserts a reservation, or takes over an expired entry, in one statement
-    // (after `tx`'s held BEGIN, in the same round trip); only when a live entry
-    // is in the way does a second one read it. `tx` is null outside a runner's
-    // transaction (the detached view, or another transaction implementation).
+    // The detached view's reserve, each statement its own transaction: a live
+    // entry is answered by the same statement that would insert (a replay is
+    // one read-only round trip); only an entry committed meanwhile needs a second.
     [[nodiscard]] reservation try_reserve(const record_key& key, std::string_view fingerprint, std::string_view token,
-                                          duration lease, fast_path* tx);
+                                          duration lease);
+    // The reserve in the caller's transaction: one INSERT (after `tx`'s held
+    // BEGIN, in the same round trip); only when a live entry is in the way does a
+    // second statement lock and read it. `tx` is null outside a runner's
+    // transaction (another transaction implementation).
+    [[nodiscard]] reservation try_reserve_in(const record_key& key, std::string_view fingerprint,
+                                             std::string_view token, duration lease, fast_path* tx);
     // Completes the entry carrying `token`, or an absent or expired one; one statement.
     [[nodiscard]] bool complete(const record_key& key, std::string_view token, std::string_view fingerprint,
                                 std::string_view payload, duration retention);
@@ -52,11 +57,16 @@ private:
     class completion;
 
     [[nodiscard]] bool run_checked(prepared_statement& s, const parameters& values);
+    // The live entry a reserve found in its way, locked; nullopt when it is gone or
+    // expired by now. store_error(unsupported) outside READ COMMITTED.
+    [[nodiscard]] std::optional<reservation> locked_entry(const record_key& key, std::string_view fingerprint);
+    [[nodiscard]] static store_error changing(const record_key& key);
 
     PGconn* conn_;
     int backend_pid_;
     std::string prefix_;
-    prepared_statement reserve_, lookup_, complete_, complete_at_commit_, release_, inspect_, count_expired_, purge_;
+    prepared_statement reserve_, reserve_in_, lookup_, complete_, complete_at_commit_, release_, inspect_,
+        count_expired_, purge_;
     // The last reservation made in a runner's transaction on this connection.
     std::uint64_t reserved_serial_ = 0;
     std::array<std::byte, 32> reserved_digest_{};

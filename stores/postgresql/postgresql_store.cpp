@@ -113,7 +113,7 @@ std::size_t postgresql_store::purge_batch(std::size_t limit, duration older_than
 
 reservation postgresql_store::do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
     return impl_->detached([&](pg::record_statements& s) {
-        return s.try_reserve(key, fingerprint, detail::new_token(), lease, nullptr);
+        return s.try_reserve(key, fingerprint, detail::new_token(), lease);
     });
 }
 
@@ -144,7 +144,7 @@ reservation postgresql_store::do_try_reserve_in(transaction& tx, const record_ke
     // In a runner's transaction a held-back BEGIN goes out with the reserve, in one round trip.
     auto* fast = dynamic_cast<detail::fast_path*>(&tx);
     pg::record_statements& s = impl_->statements(tx, fast != nullptr ? fast->store_session() : tx.session());
-    return s.try_reserve(key, fingerprint, detail::new_token(), lease, fast);
+    return s.try_reserve_in(key, fingerprint, detail::new_token(), lease, fast);
 }
 
 bool postgresql_store::do_complete_in(transaction& tx, const record_key& key, std::string_view token,
