@@ -14,6 +14,7 @@ struct options {
     int rounds = 5;                        // alternating subject/baseline pairs; medians reported
     std::string sqlite_dir;                // where SQLite databases go
     std::string postgresql;                // conninfo; empty: skip PostgreSQL
+    int clients = 0;                       // scenario pg-clients: connections
 };
 
 struct row {
@@ -38,5 +39,7 @@ private:
 
 void run_memory(const options& o, report& out);
 void run_sqlite(const options& o, report& out);
+void run_postgresql(const options& o, report& out);
+void run_postgresql_clients(const options& o, int clients, report& out);
 
 }  // namespace idem::bench

@@ -1,5 +1,6 @@
 // idem-bench: what idempotency costs, measured against the bare work in the same run.
-//   idem-bench [--scenario memory|...] [--seconds S] [--rounds N] [--sqlite-dir D] [--postgresql CONNINFO]
+//   idem-bench [--scenario all|memory|sqlite|postgresql|pg-clients] [--seconds S] [--rounds N]
+//              [--sqlite-dir D] [--postgresql CONNINFO] [--clients N]
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
         else if (flag == "--rounds") o.rounds = std::stoi(value);
         else if (flag == "--sqlite-dir") o.sqlite_dir = value;
         else if (flag == "--postgresql") o.postgresql = value;
+        else if (flag == "--clients") o.clients = std::stoi(value);
         else {
             std::cerr << "unknown flag " << flag << "\n";
             return 2;
@@ -57,6 +59,10 @@ int main(int argc, char** argv) {
     if (scenario == "all" || scenario == "memory") idem::bench::run_memory(o, out);
 #ifdef IDEM_BENCH_SQLITE
     if (scenario == "all" || scenario == "sqlite") idem::bench::run_sqlite(o, out);
+#endif
+#ifdef IDEM_BENCH_POSTGRESQL
+    if ((scenario == "all" || scenario == "postgresql") && !o.postgresql.empty()) idem::bench::run_postgresql(o, out);
+    if (scenario == "pg-clients") idem::bench::run_postgresql_clients(o, o.clients, out);
 #endif
     out.print_json();
     return 0;

@@ -38,9 +38,16 @@ inline std::vector<double> reserve_latencies(record_store& store, const std::ato
     return us;
 }
 
-// Purges `rows` expired rows (already inserted) in batches while another thread
-// reserves; then measures the same traffic alone for as long.
+// Measures reservations alone for a few seconds, then purges `rows` expired rows
+// (already inserted) in batches while the same traffic runs.
 inline void measure_purge(record_store& store, std::size_t rows, const std::string& group, report& out) {
+    std::atomic<bool> stop_alone{false};
+    std::vector<double> alone;
+    std::thread quiet([&] { alone = reserve_latencies(store, stop_alone, "alone"); });
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    stop_alone = true;
+    quiet.join();
+
     std::atomic<bool> stop{false};
     std::vector<double> during;
     std::thread traffic([&] { during = reserve_latencies(store, stop, "during"); });
@@ -50,13 +57,6 @@ inline void measure_purge(record_store& store, std::size_t rows, const std::stri
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     stop = true;
     traffic.join();
-
-    std::atomic<bool> stop_alone{false};
-    std::vector<double> alone;
-    std::thread quiet([&] { alone = reserve_latencies(store, stop_alone, "alone"); });
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(seconds, 5.0)));
-    stop_alone = true;
-    quiet.join();
 
     const latency with = percentiles(during), without = percentiles(alone);
     const double rate = static_cast<double>(purged) / seconds;
