@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "bank.hpp"
-#include "child_process.hpp"
+#include "worker_processes.hpp"
 #include "postgres_server.hpp"
 
 namespace {
@@ -19,6 +19,11 @@ namespace {
 using namespace std::chrono_literals;
 namespace bank = idem::test::pg_bank;
 using idem::test::child_process;
+using idem::test::exit_code;
+using idem::test::line_of;
+using idem::test::release_together;
+using idem::test::start_worker;
+using idem::test::start_workers;
 
 const std::string worker = IDEM_POSTGRESQL_WORKER;
 
@@ -33,39 +38,6 @@ struct bank_database {
     }
 };
 
-std::unique_ptr<child_process> start(const std::vector<std::string>& args) {
-    idem::test::spawn_options spawn;
-    spawn.argv = args;
-    spawn.pipe_stdin = true;
-    spawn.pipe_stdout = true;
-    return std::make_unique<child_process>(std::move(spawn));
-}
-
-std::vector<std::unique_ptr<child_process>> spawn(int n, const std::vector<std::string>& args) {
-    std::vector<std::unique_ptr<child_process>> children;
-    for (int i = 0; i < n; ++i) children.push_back(start(args));
-    return children;
-}
-
-// Starts every worker at one instant a little ahead, once all have connected.
-void go(std::vector<std::unique_ptr<child_process>>& children) {
-    const auto at = std::chrono::system_clock::now() + 500ms;
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
-    for (auto& c : children) c->write("go " + std::to_string(ns) + "\n");
-}
-
-std::string line_of(child_process& c) {
-    auto line = c.read_line(60s);
-    if (!line) throw std::runtime_error("the worker ended without answering");
-    return *line;
-}
-
-// The exit code, or 128 + the signal that ended it.
-int exit_code(child_process& c) {
-    const int status = c.reap();
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 }  // namespace
 
 TEST_CASE("4 processes x 16 connections racing the same transfers move the money exactly once") {
@@ -73,8 +45,8 @@ TEST_CASE("4 processes x 16 connections racing the same transfers move the money
     const int processes = 4;
     const int threads = 16;
     const int rounds = 100;  // transfer keys; every connection of every process tries each of them
-    auto children = spawn(processes, {worker, "transfer", f.conninfo, std::to_string(threads), std::to_string(rounds)});
-    go(children);
+    auto children = start_workers(processes, {worker, "transfer", f.conninfo, std::to_string(threads), std::to_string(rounds)});
+    release_together(children);
     const auto started = std::chrono::steady_clock::now() + 500ms;
 
     long long executed = 0, replayed = 0, other = 0, errors = 0;
@@ -112,7 +84,7 @@ TEST_CASE("4 processes x 16 connections racing the same transfers move the money
 
 TEST_CASE("a client killed with SIGKILL before its commit leaves nothing; the duplicate it blocked runs, once") {
     bank_database f;
-    auto child = start({worker, "crash", f.conninfo, "crash-1"});
+    auto child = start_worker({worker, "crash", f.conninfo, "crash-1"});
     REQUIRE(line_of(*child) == "written");  // reserved, debited, credited, ledger written: not committed
 
     // A duplicate arrives and waits on the uncommitted reservation.
@@ -138,7 +110,7 @@ TEST_CASE("a client killed with SIGKILL before its commit leaves nothing; the du
     CHECK(bank::count(f.session, "SELECT count(*) FROM idem_records") == 1);
 
     // Killed with nobody waiting: nothing remains, and a retry runs once.
-    auto second = start({worker, "crash", f.conninfo, "crash-2"});
+    auto second = start_worker({worker, "crash", f.conninfo, "crash-2"});
     REQUIRE(line_of(*second) == "written");
     second->signal(SIGKILL);
     CHECK(exit_code(*second) == 128 + SIGKILL);
@@ -157,8 +129,8 @@ TEST_CASE("migrations started by several processes at once are applied exactly o
     bank_database f;
     idem::test::scratch_database scratch(f.conninfo, "migrate_race");
     const std::string& fresh = scratch.conninfo();
-    auto children = spawn(4, {worker, "migrate", fresh});
-    go(children);
+    auto children = start_workers(4, {worker, "migrate", fresh});
+    release_together(children);
     int applied = 0;
     for (auto& c : children) {
         std::istringstream line(line_of(*c));
@@ -198,8 +170,8 @@ TEST_CASE("two processes purging at once delete each expired row exactly once, a
     }
     REQUIRE(f.store.count_expired(0s) == static_cast<std::size_t>(expired));
 
-    auto children = spawn(2, {worker, "purge", f.conninfo, "500"});
-    go(children);
+    auto children = start_workers(2, {worker, "purge", f.conninfo, "500"});
+    release_together(children);
     long long purged = 0;
     std::string each;
     for (auto& c : children) {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "bank.hpp"
-#include "child_process.hpp"
+#include "worker_processes.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -18,6 +18,11 @@ namespace {
 using namespace std::chrono_literals;
 namespace bank = idem::test::bank;
 using idem::test::child_process;
+using idem::test::exit_code;
+using idem::test::line_of;
+using idem::test::release_together;
+using idem::test::start_worker;
+using idem::test::start_workers;
 
 const std::string worker = IDEM_SQLITE_WORKER;
 const idem::sqlite_connection_options options{10s, idem::sqlite_synchronous::normal};
@@ -34,39 +39,6 @@ struct bank_file {
     }
 };
 
-std::unique_ptr<child_process> start(const std::vector<std::string>& args) {
-    idem::test::spawn_options spawn;
-    spawn.argv = args;
-    spawn.pipe_stdin = true;
-    spawn.pipe_stdout = true;
-    return std::make_unique<child_process>(std::move(spawn));
-}
-
-std::vector<std::unique_ptr<child_process>> spawn(int n, const std::vector<std::string>& args) {
-    std::vector<std::unique_ptr<child_process>> children;
-    for (int i = 0; i < n; ++i) children.push_back(start(args));
-    return children;
-}
-
-// Starts every worker at one instant a little ahead, once all have opened the database.
-void go(std::vector<std::unique_ptr<child_process>>& children) {
-    const auto at = std::chrono::system_clock::now() + 300ms;
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
-    for (auto& c : children) c->write("go " + std::to_string(ns) + "\n");
-}
-
-std::string line_of(child_process& c) {
-    auto line = c.read_line(60s);
-    if (!line) throw std::runtime_error("the worker ended without answering");
-    return *line;
-}
-
-// The exit code, or 128 + the signal that ended it.
-int exit_code(child_process& c) {
-    const int status = c.reap();
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 }  // namespace
 
 TEST_CASE("4 processes x 8 threads racing the same transfers move the money exactly once") {
@@ -74,8 +46,8 @@ TEST_CASE("4 processes x 8 threads racing the same transfers move the money exac
     const int processes = 4;
     const int threads = 8;
     const int rounds = 100;  // transfer keys; every thread of every process tries each of them
-    auto children = spawn(processes, {worker, "transfer", f.db, std::to_string(threads), std::to_string(rounds)});
-    go(children);
+    auto children = start_workers(processes, {worker, "transfer", f.db, std::to_string(threads), std::to_string(rounds)});
+    release_together(children);
     const auto started = std::chrono::steady_clock::now() + 300ms;
 
     long long executed = 0, replayed = 0, other = 0, errors = 0;
@@ -113,7 +85,7 @@ TEST_CASE("4 processes x 8 threads racing the same transfers move the money exac
 
 TEST_CASE("a writer killed with SIGKILL before its commit leaves neither the business rows nor the record") {
     bank_file f;
-    auto child = start({worker, "crash", f.db, "crash-1"});
+    auto child = start_worker({worker, "crash", f.db, "crash-1"});
     REQUIRE(line_of(*child) == "written");  // reserved, debited, credited, ledger written: not committed
     child->signal(SIGKILL);
     CHECK(exit_code(*child) == 128 + SIGKILL);
@@ -134,8 +106,8 @@ TEST_CASE("a writer killed with SIGKILL before its commit leaves neither the bus
 TEST_CASE("migrations started by several processes at once are applied exactly once") {
     idem::test::temp_dir dir{"sqlite-migrate"};
     const std::string db = (dir.path() / "fresh.db").string();
-    auto children = spawn(4, {worker, "migrate", db});
-    go(children);
+    auto children = start_workers(4, {worker, "migrate", db});
+    release_together(children);
     int applied = 0;
     for (auto& c : children) {
         std::istringstream line(line_of(*c));

@@ -1,0 +1,63 @@
+// A tiny bank for the SQL store tests: two accounts, a ledger, and an
+// idempotent transfer whose record joins the transfer's transaction. The
+// schema is the dialect's (tests/sql/bank.hpp, tests/postgresql/bank.hpp).
+#pragma once
+
+#include <soci/soci.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#include "idem/transaction_runner.hpp"
+#include "idem/transactional_record_store.hpp"
+
+namespace idem::test::bank {
+
+inline constexpr long long opening_balance = 1'000'000;
+inline constexpr const char* fingerprint = "alice->bob";
+
+[[nodiscard]] inline long long balance(soci::session& session, const std::string& account) {
+    long long b = 0;
+    session << "SELECT balance FROM accounts WHERE id = :id", soci::use(account), soci::into(b);
+    return b;
+}
+
+[[nodiscard]] inline long long count(soci::session& session, const std::string& sql) {
+    long long n = 0;
+    session << sql, soci::into(n);
+    return n;
+}
+
+[[nodiscard]] inline record_key transfer_key(const std::string& key) { return record_key("bank.transfer", key); }
+
+// Debits alice, credits bob and writes a ledger line; the body of every transfer.
+inline void move_money(soci::session& session, const std::string& key, long long amount) {
+    session << "UPDATE accounts SET balance = balance - :a WHERE id = 'alice'", soci::use(amount);
+    session << "UPDATE accounts SET balance = balance + :a WHERE id = 'bob'", soci::use(amount);
+    session << "INSERT INTO ledger (transfer_key, amount) VALUES (:k, :a)", soci::use(key), soci::use(amount);
+}
+
+enum class outcome { executed, replayed, in_flight, mismatch };
+
+// Reserve, move the money and complete, all in one transaction.
+inline outcome transfer(transactional_record_store& store, transaction_runner& runner, const std::string& key,
+                        long long amount) {
+    using namespace std::chrono_literals;
+    return runner.run([&](transaction& tx) {
+        const record_key k = transfer_key(key);
+        auto r = store.try_reserve(tx, k, fingerprint, 1min);
+        switch (r.status) {
+            case reservation_status::completed: return outcome::replayed;
+            case reservation_status::in_flight: return outcome::in_flight;
+            case reservation_status::fingerprint_mismatch: return outcome::mismatch;
+            case reservation_status::reserved: break;
+        }
+        move_money(tx.session(), key, amount);
+        if (!store.complete(tx, k, r.token, fingerprint, "moved " + std::to_string(amount), 24h))
+            throw std::logic_error("the store refused to complete our own reservation");
+        return outcome::executed;
+    });
+}
+
+}  // namespace idem::test::bank
