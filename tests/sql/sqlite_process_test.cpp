@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "bank.hpp"
+#include "transfer_race.hpp"
 #include "worker_processes.hpp"
 #include "temp_dir.hpp"
 
@@ -43,44 +44,8 @@ struct bank_file {
 
 TEST_CASE("4 processes x 8 threads racing the same transfers move the money exactly once") {
     bank_file f;
-    const int processes = 4;
-    const int threads = 8;
-    const int rounds = 100;  // transfer keys; every thread of every process tries each of them
-    auto children = start_workers(processes, {worker, "transfer", f.db, std::to_string(threads), std::to_string(rounds)});
-    release_together(children);
-    const auto started = std::chrono::steady_clock::now() + 300ms;
-
-    long long executed = 0, replayed = 0, other = 0, errors = 0;
-    std::string per_process;
-    for (auto& c : children) {
-        std::istringstream line(line_of(*c));
-        long long e = -1, r = -1, o = -1, x = -1;
-        line >> e >> r >> o >> x;
-        executed += e;
-        per_process += " " + std::to_string(e);
-        replayed += r;
-        other += o;
-        errors += x;
-        CHECK(exit_code(*c) == 0);
-    }
-    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-    MESSAGE(processes << " processes x " << threads << " threads x " << rounds << " transfers: " << executed
-                      << " executed (per process:" << per_process << "), " << replayed << " replayed in "
-                      << elapsed.count() << " ms");
-
-    CHECK(errors == 0);
-    CHECK(other == 0);  // inside the transaction a duplicate waits for the commit: never in flight
-    CHECK(executed == rounds);
-    CHECK(executed + replayed == processes * threads * rounds);
-    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10 * rounds);
-    CHECK(bank::balance(f.session, "bob") == bank::opening_balance + 10 * rounds);
-    CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == rounds);
-    CHECK(bank::count(f.session, "SELECT count(DISTINCT transfer_key) FROM ledger") == rounds);
-    for (int round = 0; round < rounds; ++round) {
-        auto r = f.store.try_reserve(bank::transfer_key("transfer-" + std::to_string(round)), bank::fingerprint, 1min);
-        CHECK(r.status == idem::reservation_status::completed);
-        CHECK(r.payload == "moved 10");
-    }
+    // 100 transfer keys; every thread of every process tries each of them.
+    idem::test::race_transfers(f.session, f.store, {worker, "transfer", f.db}, 4, 8, 100);
 }
 
 TEST_CASE("a writer killed with SIGKILL before its commit leaves neither the business rows nor the record") {
