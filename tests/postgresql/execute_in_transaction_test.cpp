@@ -17,10 +17,10 @@
 namespace {
 
 using namespace std::chrono_literals;
-namespace bank = idem::test::pg_bank;
+namespace bank = idem::test::bank;
+using bank::business_failure;
 using idem::execution_status;
 using idem::reservation_status;
-using idem::test::business_failure;
 using idem::test::executor_fixture;
 using idem::transaction;
 
@@ -243,7 +243,7 @@ TEST_CASE("execute_in_transaction: a duplicate waits for the first commit, then 
         CHECK(e.status() == execution_status::executed);
     });
     started.get_future().wait();
-    executor_fixture::connection other(f.conninfo);
+    executor_fixture::connection other(*f.database);
     const auto begun = std::chrono::steady_clock::now();
     auto e = idem::execute_in_transaction(f.exec, *other.runner, bank::transfer_key("w-1"), bank::fingerprint, {},
                                           f.operation("w-1"), f.codec);

@@ -17,6 +17,11 @@ namespace idem::test::bank {
 inline constexpr long long opening_balance = 1'000'000;
 inline constexpr const char* fingerprint = "alice->bob";
 
+// What a business operation throws after its writes, to make its transaction roll back.
+struct business_failure : std::runtime_error {
+    business_failure() : std::runtime_error("business failure") {}
+};
+
 [[nodiscard]] inline long long balance(soci::session& session, const std::string& account) {
     long long b = 0;
     session << "SELECT balance FROM accounts WHERE id = :id", soci::use(account), soci::into(b);
@@ -30,6 +35,16 @@ inline constexpr const char* fingerprint = "alice->bob";
 }
 
 [[nodiscard]] inline record_key transfer_key(const std::string& key) { return record_key("bank.transfer", key); }
+
+// What the store holds for the transfer `key`, seen from a connection of the
+// store's own: a probe that finds the key free releases it again.
+[[nodiscard]] inline reservation_status detached_status(record_store& store, const std::string& key) {
+    using namespace std::chrono_literals;
+    auto r = store.try_reserve(transfer_key(key), fingerprint, 1min);
+    if (r.status == reservation_status::reserved && !store.release(transfer_key(key), r.token))
+        throw std::logic_error("could not release a probe reservation");
+    return r.status;
+}
 
 // Debits alice, credits bob and writes a ledger line; the body of every transfer.
 inline void move_money(soci::session& session, const std::string& key, long long amount) {

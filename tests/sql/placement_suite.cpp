@@ -1,0 +1,135 @@
+// Where the executor puts the record on a SQL store: inside the business
+// transaction (Enforce), before it (lease mode), or beside it (Observe).
+// Written once and run against every SQL store, each linking a bank_database
+// of its own (see tests/sql/sqlite_executor_test.cpp and
+// tests/postgresql/postgresql_executor_test.cpp for their own cases).
+#include <doctest/doctest.h>
+
+#include "executor_fixture.hpp"
+
+namespace {
+
+namespace bank = idem::test::bank;
+using bank::business_failure;
+using idem::execution_status;
+using idem::reservation_status;
+using idem::transaction;
+using idem::test::executor_fixture;
+
+}  // namespace
+
+TEST_CASE("executor placement, enforce inside the transaction: the record commits with the data") {
+    executor_fixture f;
+    auto first = f.transfer("e-1");
+    CHECK(first.status() == execution_status::executed);
+    CHECK(first.value() == "moved 10");
+    CHECK(f.record("e-1") == reservation_status::completed);
+    auto again = f.transfer("e-1");
+    CHECK(again.status() == execution_status::replayed);
+    CHECK(again.value() == "moved 10");
+    CHECK(f.runs == 1);
+    CHECK(f.ledger() == 1);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+}
+
+TEST_CASE("executor placement, enforce inside the transaction: a rollback leaves no record, so a retry runs") {
+    executor_fixture f;
+    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
+        auto e = f.exec.execute(tx, bank::transfer_key("e-2"), bank::fingerprint, {}, f.operation(tx, "e-2"), f.codec);
+        REQUIRE(e.status() == execution_status::executed);
+        throw business_failure();  // the commit never happens: data and record go together
+    }),
+                    business_failure);
+    CHECK(f.ledger() == 0);
+    CHECK(f.record("e-2") == reservation_status::reserved);  // free
+    CHECK(f.transfer("e-2").status() == execution_status::executed);
+    CHECK(f.runs == 2);
+    CHECK(f.ledger() == 1);
+}
+
+TEST_CASE("executor placement, enforce inside the transaction: a failing operation rolls its reservation back") {
+    executor_fixture f;
+    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
+        return f.exec.execute(tx, bank::transfer_key("e-3"), bank::fingerprint, {},
+                              [&]() -> std::string {
+                                  bank::move_money(tx.session(), "e-3", 10);
+                                  throw business_failure();
+                              },
+                              f.codec);
+    }),
+                    business_failure);
+    CHECK(f.ledger() == 0);
+    CHECK(f.record("e-3") == reservation_status::reserved);  // not in flight: the reservation rolled back
+    CHECK(f.transfer("e-3").status() == execution_status::executed);
+}
+
+TEST_CASE("executor placement, enforce inside the transaction: a result classified release frees the key") {
+    executor_fixture f;
+    auto declined = idem::make_codec<std::string>([](const std::string& s) { return s; },
+                                                  [](std::string_view p) { return std::string(p); },
+                                                  [](const std::string&) { return idem::classification::release; });
+    f.runner->run([&](transaction& tx) {
+        (void)f.exec.execute(tx, bank::transfer_key("e-4"), bank::fingerprint, {}, [] { return std::string("no"); },
+                             declined);
+    });
+    CHECK(f.record("e-4") == reservation_status::reserved);
+}
+
+TEST_CASE("executor placement, lease mode: the reservation commits before the business transaction") {
+    executor_fixture f;
+    auto e = f.exec.execute(bank::transfer_key("l-1"), bank::fingerprint, {},
+                            [&] {
+                                // Another connection already sees the key in flight.
+                                CHECK(f.record("l-1") == reservation_status::in_flight);
+                                return f.runner->run([&](transaction& tx) {
+                                    bank::move_money(tx.session(), "l-1", 10);
+                                    return std::string("moved 10");
+                                });
+                            },
+                            f.codec);
+    CHECK(e.status() == execution_status::executed);
+    CHECK(f.record("l-1") == reservation_status::completed);
+
+    // An operation that throws in lease mode keeps the key in flight until its lease ends.
+    CHECK_THROWS_AS(f.transfer_failing_in_lease_mode("l-2"), business_failure);
+    CHECK(f.record("l-2") == reservation_status::in_flight);
+    CHECK(f.ledger() == 1);
+}
+
+TEST_CASE("executor placement, observe inside the transaction: the record commits with the data") {
+    executor_fixture f;
+    auto e = f.transfer("o-1", {.mode = idem::mode::observe});
+    CHECK(e.status() == execution_status::executed);
+    CHECK_FALSE(f.sink->logged("idem.observe.reserve_failed"));
+    CHECK_FALSE(f.sink->logged("idem.observe.record_failed"));
+    CHECK(f.record("o-1") == reservation_status::completed);
+    CHECK(f.ledger() == 1);
+
+    // Observe runs the operation again on a duplicate, and counts what Enforce would have done.
+    auto again = f.transfer("o-1", {.mode = idem::mode::observe});
+    CHECK(again.status() == execution_status::executed);
+    CHECK(again.enforce_decision() == execution_status::replayed);
+    CHECK(f.ledger() == 2);
+
+    // A rollback of the business takes the observed record with it.
+    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
+        (void)f.exec.execute(tx, bank::transfer_key("o-3"), bank::fingerprint, {.mode = idem::mode::observe},
+                             f.operation(tx, "o-3"), f.codec);
+        throw business_failure();
+    }),
+                    business_failure);
+    CHECK(f.record("o-3") == reservation_status::reserved);
+}
+
+TEST_CASE("executor placement, observe: a record write that fails keeps the business data") {
+    executor_fixture f;
+    f.database->refuse_completed_records(f.session);
+    auto e = f.transfer("o-2", {.mode = idem::mode::observe});
+    f.database->accept_completed_records(f.session);
+    CHECK(e.status() == execution_status::executed);
+    CHECK(f.sink->logged("idem.observe.record_failed"));
+    CHECK(f.runner->last_state() == idem::transaction_state::committed);
+    CHECK(f.ledger() == 1);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+    CHECK(f.record("o-2") == reservation_status::reserved);  // no record: a retry under enforce runs again
+}
