@@ -15,6 +15,9 @@
 #include "postgres_server.hpp"
 
 namespace idem::test {
+
+using namespace std::chrono_literals;
+
 namespace {
 
 // One database for the whole binary, its bank reset for every scenario.
@@ -49,23 +52,9 @@ struct postgresql_bank_database final : bank_database {
 
 std::unique_ptr<bank_database> fresh_bank_database() { return std::make_unique<postgresql_bank_database>(); }
 
-}  // namespace idem::test
-
-namespace {
-
-using namespace std::chrono_literals;
-namespace bank = idem::test::bank;
-using bank::business_failure;
-using idem::execution_status;
-using idem::reservation_status;
-using idem::test::executor_fixture;
-using idem::transaction;
-
-}  // namespace
-
 TEST_CASE("executor on postgresql, lease mode: the database's clock ends the lease a failed operation left") {
     executor_fixture f;
-    CHECK_THROWS_AS(f.transfer_failing_in_lease_mode("l-2", {.lease = 300ms}), business_failure);
+    CHECK_THROWS_AS(f.transfer_failing_in_lease_mode("l-2", {.lease = 300ms}), bank::business_failure);
     CHECK(f.record("l-2") == reservation_status::in_flight);
     std::this_thread::sleep_for(400ms);  // the database's clock ends the lease
     CHECK(f.record("l-2") == reservation_status::reserved);
@@ -115,3 +104,5 @@ TEST_CASE("executor on postgresql: 32 threads on their own connections run one k
     CHECK(f.runs == 1);
     CHECK(f.ledger() == 1);
 }
+
+}  // namespace idem::test

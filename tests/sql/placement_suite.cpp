@@ -7,16 +7,7 @@
 
 #include "executor_fixture.hpp"
 
-namespace {
-
-namespace bank = idem::test::bank;
-using bank::business_failure;
-using idem::execution_status;
-using idem::reservation_status;
-using idem::transaction;
-using idem::test::executor_fixture;
-
-}  // namespace
+namespace idem::test {
 
 TEST_CASE("executor placement, enforce inside the transaction: the record commits with the data") {
     executor_fixture f;
@@ -37,9 +28,9 @@ TEST_CASE("executor placement, enforce inside the transaction: a rollback leaves
     CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
         auto e = f.exec.execute(tx, bank::transfer_key("e-2"), bank::fingerprint, {}, f.operation(tx, "e-2"), f.codec);
         REQUIRE(e.status() == execution_status::executed);
-        throw business_failure();  // the commit never happens: data and record go together
+        throw bank::business_failure();  // the commit never happens: data and record go together
     }),
-                    business_failure);
+                    bank::business_failure);
     CHECK(f.ledger() == 0);
     CHECK(f.record("e-2") == reservation_status::reserved);  // free
     CHECK(f.transfer("e-2").status() == execution_status::executed);
@@ -53,11 +44,11 @@ TEST_CASE("executor placement, enforce inside the transaction: a failing operati
         return f.exec.execute(tx, bank::transfer_key("e-3"), bank::fingerprint, {},
                               [&]() -> std::string {
                                   bank::move_money(tx.session(), "e-3", 10);
-                                  throw business_failure();
+                                  throw bank::business_failure();
                               },
                               f.codec);
     }),
-                    business_failure);
+                    bank::business_failure);
     CHECK(f.ledger() == 0);
     CHECK(f.record("e-3") == reservation_status::reserved);  // not in flight: the reservation rolled back
     CHECK(f.transfer("e-3").status() == execution_status::executed);
@@ -91,7 +82,7 @@ TEST_CASE("executor placement, lease mode: the reservation commits before the bu
     CHECK(f.record("l-1") == reservation_status::completed);
 
     // An operation that throws in lease mode keeps the key in flight until its lease ends.
-    CHECK_THROWS_AS(f.transfer_failing_in_lease_mode("l-2"), business_failure);
+    CHECK_THROWS_AS(f.transfer_failing_in_lease_mode("l-2"), bank::business_failure);
     CHECK(f.record("l-2") == reservation_status::in_flight);
     CHECK(f.ledger() == 1);
 }
@@ -115,9 +106,9 @@ TEST_CASE("executor placement, observe inside the transaction: the record commit
     CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
         (void)f.exec.execute(tx, bank::transfer_key("o-3"), bank::fingerprint, {.mode = idem::mode::observe},
                              f.operation(tx, "o-3"), f.codec);
-        throw business_failure();
+        throw bank::business_failure();
     }),
-                    business_failure);
+                    bank::business_failure);
     CHECK(f.record("o-3") == reservation_status::reserved);
 }
 
@@ -133,3 +124,5 @@ TEST_CASE("executor placement, observe: a record write that fails keeps the busi
     CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
     CHECK(f.record("o-2") == reservation_status::reserved);  // no record: a retry under enforce runs again
 }
+
+}  // namespace idem::test

@@ -11,9 +11,10 @@
 #include "temp_dir.hpp"
 
 namespace idem::test {
-namespace {
 
 using namespace std::chrono_literals;
+
+namespace {
 
 // A busy timeout long enough that a wait for it shows (see the observe case below).
 const sqlite_connection_options connection_options{2s, sqlite_synchronous::normal};
@@ -39,17 +40,16 @@ struct sqlite_bank_database final : bank_database {
 
 std::unique_ptr<bank_database> fresh_bank_database() { return std::make_unique<sqlite_bank_database>(); }
 
-}  // namespace idem::test
-
 TEST_CASE("executor on sqlite, observe inside the transaction: the record commits without a busy-timeout wait") {
-    using namespace std::chrono_literals;
-    idem::test::executor_fixture f;
+    executor_fixture f;
     const auto started = std::chrono::steady_clock::now();
     auto e = f.transfer("o-1", {.mode = idem::mode::observe});
     const auto took = std::chrono::steady_clock::now() - started;
-    CHECK(e.status() == idem::execution_status::executed);
+    CHECK(e.status() == execution_status::executed);
     CHECK(took < 1s);  // well under the busy timeout: nothing waited for the open transaction
     CHECK_FALSE(f.sink->logged("idem.observe.reserve_failed"));
-    CHECK(f.record("o-1") == idem::reservation_status::completed);
+    CHECK(f.record("o-1") == reservation_status::completed);
     CHECK(f.ledger() == 1);
 }
+
+}  // namespace idem::test
