@@ -3,14 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
-#include <sys/wait.h>
 
 #include <chrono>
 #include <future>
 #include <memory>
-#include <sstream>
 
 #include "bank.hpp"
+#include "migration_race.hpp"
 #include "transfer_race.hpp"
 #include "worker_processes.hpp"
 #include "postgres_server.hpp"
@@ -19,7 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace bank = idem::test::pg_bank;
-using idem::test::child_process;
 using idem::test::exit_code;
 using idem::test::line_of;
 using idem::test::release_together;
@@ -94,22 +92,7 @@ TEST_CASE("migrations started by several processes at once are applied exactly o
     bank_database f;
     idem::test::scratch_database scratch(f.conninfo, "migrate_race");
     const std::string& fresh = scratch.conninfo();
-    auto children = start_workers(4, {worker, "migrate", fresh});
-    release_together(children);
-    int applied = 0;
-    for (auto& c : children) {
-        std::istringstream line(line_of(*c));
-        int n = -1;
-        line >> n;
-        applied += n;
-        if (n == 1) {
-            std::string name;
-            line >> name;
-            CHECK(name == "0001_create_records");
-        }
-        CHECK(exit_code(*c) == 0);
-    }
-    CHECK(applied == 1);
+    idem::test::race_migrations({worker, "migrate", fresh}, 4);
     {
         soci::session session;
         idem::open_postgresql_session(session, fresh);

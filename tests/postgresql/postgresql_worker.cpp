@@ -4,17 +4,11 @@
 //   postgresql_worker crash <conninfo> <key>                  write a transfer, print "written", wait to be killed
 //   postgresql_worker migrate <conninfo>                      migrate at that instant; print what it applied
 //   postgresql_worker purge <conninfo> <batch>                purge in batches from that instant; print the total
-#include <unistd.h>
-
-#include <atomic>
-#include <cstdlib>
 #include <iostream>
-#include <latch>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "bank.hpp"
+#include "bank_worker.hpp"
 #include "idem/execute_in_transaction.hpp"
 #include "idem/executor.hpp"
 
@@ -23,13 +17,15 @@ namespace {
 using namespace std::chrono_literals;
 namespace bank = idem::test::pg_bank;
 
-// "go <t>": start at t (system_clock nanoseconds since the epoch), the same
-// instant in every worker, so that no process gets a head start.
-void await_go() {
-    std::string word;
-    long long start = 0;
-    if (!(std::cin >> word >> start) || word != "go") std::exit(3);
-    std::this_thread::sleep_until(std::chrono::system_clock::time_point(std::chrono::nanoseconds(start)));
+// An execution's status in the words of a transfer made through the store's calls.
+bank::outcome outcome_of(idem::execution_status status) {
+    switch (status) {
+        case idem::execution_status::executed: return bank::outcome::executed;
+        case idem::execution_status::replayed: return bank::outcome::replayed;
+        case idem::execution_status::in_flight: return bank::outcome::in_flight;
+        case idem::execution_status::key_reused: break;
+    }
+    return bank::outcome::mismatch;
 }
 
 // Every thread on a business connection of its own; half of them go through
@@ -37,51 +33,18 @@ void await_go() {
 int transfer(const std::string& conninfo, int threads, int rounds) {
     auto store = std::make_shared<idem::postgresql_store>(idem::postgresql_store_options{.connection = conninfo});
     idem::executor exec{store};
-    std::atomic<int> executed{0};
-    std::atomic<int> replayed{0};
-    std::atomic<int> other{0};
-    std::atomic<int> errors{0};
-    std::latch ready(threads + 1);
-    std::vector<std::jthread> pool;
-    for (int t = 0; t < threads; ++t) {
-        pool.emplace_back([&, t] {
-            soci::session session;
-            idem::open_postgresql_session(session, conninfo);
-            idem::transaction_runner runner{session};
-            ready.arrive_and_wait();
-            for (int round = 0; round < rounds; ++round) {
-                const std::string key = "transfer-" + std::to_string(round);
-                try {
-                    if (t % 2 == 0) {
-                        switch (bank::transfer(*store, runner, key, 10)) {
-                            case bank::outcome::executed: ++executed; break;
-                            case bank::outcome::replayed: ++replayed; break;
-                            default: ++other; break;
-                        }
-                    } else {
-                        auto e = idem::execute_in_transaction(exec, runner, bank::transfer_key(key), bank::fingerprint,
-                                                              {},
-                                                              [&](idem::transaction& tx) {
-                                                                  bank::move_money(tx.session(), key, 10);
-                                                                  return std::string("moved 10");
-                                                              },
-                                                              idem::string_codec{});
-                        if (e.status() == idem::execution_status::executed) ++executed;
-                        else if (e.status() == idem::execution_status::replayed) ++replayed;
-                        else ++other;
-                    }
-                } catch (const std::exception& e) {
-                    ++errors;
-                    std::cerr << "transfer failed: " << e.what() << "\n";
-                }
-            }
+    return idem::test::race_transfers_from_go(
+        threads, rounds, [&](soci::session& session) { idem::open_postgresql_session(session, conninfo); },
+        [&](int thread, idem::transaction_runner& runner, const std::string& key) {
+            if (thread % 2 == 0) return bank::transfer(*store, runner, key, 10);
+            auto e = idem::execute_in_transaction(exec, runner, bank::transfer_key(key), bank::fingerprint, {},
+                                                  [&](idem::transaction& tx) {
+                                                      bank::move_money(tx.session(), key, 10);
+                                                      return std::string("moved 10");
+                                                  },
+                                                  idem::string_codec{});
+            return outcome_of(e.status());
         });
-    }
-    await_go();
-    ready.arrive_and_wait();
-    pool.clear();
-    std::cout << executed << " " << replayed << " " << other << " " << errors << std::endl;
-    return 0;
 }
 
 int crash(const std::string& conninfo, const std::string& key) {
@@ -91,11 +54,9 @@ int crash(const std::string& conninfo, const std::string& key) {
     idem::open_postgresql_session(session, conninfo);
     idem::transaction_runner runner{session};
     (void)idem::execute_in_transaction(exec, runner, bank::transfer_key(key), bank::fingerprint, {},
-                                       [&](idem::transaction& tx) {
+                                       [&](idem::transaction& tx) -> std::string {
                                            bank::move_money(tx.session(), key, 10);
-                                           std::cout << "written" << std::endl;
-                                           for (;;) pause();  // killed here, between the writes and the commit
-                                           return std::string();
+                                           idem::test::wait_to_be_killed();
                                        },
                                        idem::string_codec{});
     return 5;
@@ -103,17 +64,12 @@ int crash(const std::string& conninfo, const std::string& key) {
 
 int migrate(const std::string& conninfo) {
     idem::postgresql_store store({.connection = conninfo, .migrate_on_open = false});
-    await_go();
-    const auto applied = store.migrate();
-    std::cout << applied.size();
-    for (const auto& name : applied) std::cout << " " << name;
-    std::cout << std::endl;
-    return 0;
+    return idem::test::migrate_from_go(store);
 }
 
 int purge(const std::string& conninfo, std::size_t batch) {
     idem::postgresql_store store({.connection = conninfo});
-    await_go();
+    idem::test::await_go();
     std::size_t total = 0;
     while (std::size_t n = store.purge_batch(batch, 0s)) total += n;
     std::cout << total << std::endl;
@@ -123,17 +79,14 @@ int purge(const std::string& conninfo, std::size_t batch) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    try {
-        if (args.size() == 4 && args[0] == "transfer") return transfer(args[1], std::stoi(args[2]), std::stoi(args[3]));
-        if (args.size() == 3 && args[0] == "crash") return crash(args[1], args[2]);
-        if (args.size() == 2 && args[0] == "migrate") return migrate(args[1]);
-        if (args.size() == 3 && args[0] == "purge") return purge(args[1], std::stoul(args[2]));
-    } catch (const std::exception& e) {
-        std::cerr << "postgresql_worker: " << e.what() << "\n";
-        return 1;
-    }
-    std::cerr << "usage: postgresql_worker transfer <conninfo> <threads> <rounds> | crash <conninfo> <key> |"
-                 " migrate <conninfo> | purge <conninfo> <batch>\n";
-    return 2;
+    using args = std::vector<std::string>;
+    return idem::test::run_worker(
+        "postgresql_worker", argc, argv,
+        {
+            {"transfer", "<conninfo> <threads> <rounds>",
+             [](const args& a) { return transfer(a[0], std::stoi(a[1]), std::stoi(a[2])); }},
+            {"crash", "<conninfo> <key>", [](const args& a) { return crash(a[0], a[1]); }},
+            {"migrate", "<conninfo>", [](const args& a) { return migrate(a[0]); }},
+            {"purge", "<conninfo> <batch>", [](const args& a) { return purge(a[0], std::stoul(a[1])); }},
+        });
 }

@@ -3,13 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
-#include <sys/wait.h>
 
 #include <chrono>
-#include <memory>
-#include <sstream>
 
 #include "bank.hpp"
+#include "migration_race.hpp"
 #include "transfer_race.hpp"
 #include "worker_processes.hpp"
 #include "temp_dir.hpp"
@@ -18,12 +16,9 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace bank = idem::test::bank;
-using idem::test::child_process;
 using idem::test::exit_code;
 using idem::test::line_of;
-using idem::test::release_together;
 using idem::test::start_worker;
-using idem::test::start_workers;
 
 const std::string worker = IDEM_SQLITE_WORKER;
 const idem::sqlite_connection_options options{10s, idem::sqlite_synchronous::normal};
@@ -71,22 +66,7 @@ TEST_CASE("a writer killed with SIGKILL before its commit leaves neither the bus
 TEST_CASE("migrations started by several processes at once are applied exactly once") {
     idem::test::temp_dir dir{"sqlite-migrate"};
     const std::string db = (dir.path() / "fresh.db").string();
-    auto children = start_workers(4, {worker, "migrate", db});
-    release_together(children);
-    int applied = 0;
-    for (auto& c : children) {
-        std::istringstream line(line_of(*c));
-        int n = -1;
-        line >> n;
-        applied += n;
-        if (n == 1) {
-            std::string name;
-            line >> name;
-            CHECK(name == "0001_create_records");
-        }
-        CHECK(exit_code(*c) == 0);
-    }
-    CHECK(applied == 1);
+    idem::test::race_migrations({worker, "migrate", db}, 4);
 
     soci::session session;
     idem::open_sqlite_session(session, db);
