@@ -15,6 +15,7 @@
 #include "expect.hpp"
 #include "idem/error.hpp"
 #include "postgres_server.hpp"
+#include "store_scenarios.hpp"
 
 namespace {
 
@@ -48,17 +49,16 @@ struct fixture {
     };
 
     [[nodiscard]] reservation_status detached_status(const std::string& key) {
-        auto r = store.try_reserve(bank::transfer_key(key), bank::fingerprint, 1min);
-        if (r.status == reservation_status::reserved) REQUIRE(store.release(bank::transfer_key(key), r.token));
-        return r.status;
+        return bank::detached_status(store, key);
+    }
+
+    // What the scenarios SQL stores share (store_scenarios.hpp) work on.
+    [[nodiscard]] idem::test::store_under_test under_test() {
+        return {store, session, *runner, [this](soci::session& s) { idem::open_postgresql_session(s, conninfo); }};
     }
 
     [[nodiscard]] long long records() { return bank::count(session, "SELECT count(*) FROM idem_records"); }
     [[nodiscard]] long long ledger() { return bank::count(session, "SELECT count(*) FROM ledger"); }
-};
-
-struct business_failure : std::runtime_error {
-    business_failure() : std::runtime_error("business failure") {}
 };
 
 // The same connection as a postgresql:// URI.
@@ -78,105 +78,29 @@ std::string uri_of(const std::string& conninfo) {
 
 TEST_CASE("postgresql store: a commit lands the business rows and the completed record together") {
     fixture f;
-    CHECK(bank::transfer(f.store, *f.runner, "t-1", 25) == bank::outcome::executed);
-    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 25);
-    auto replay = f.store.try_reserve(bank::transfer_key("t-1"), bank::fingerprint, 1min);
-    CHECK(replay.status == reservation_status::completed);
-    CHECK(replay.payload == "moved 25");
-    CHECK(bank::transfer(f.store, *f.runner, "t-1", 25) == bank::outcome::replayed);
-    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 25);
-    CHECK(f.ledger() == 1);
+    idem::test::commit_lands_rows_and_record(f.under_test());
 }
 
 TEST_CASE("postgresql store: a rollback leaves no record, so a retry runs again") {
     fixture f;
-    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
-        auto r = f.store.try_reserve(tx, bank::transfer_key("t-2"), bank::fingerprint, 1min);
-        REQUIRE(r.status == reservation_status::reserved);
-        bank::move_money(tx.session(), "t-2", 10);
-        REQUIRE(f.store.complete(tx, bank::transfer_key("t-2"), r.token, bank::fingerprint, "moved", 24h));
-        throw business_failure();  // after complete: the record goes with the data
-    }),
-                    business_failure);
-    CHECK(f.runner->last_state() == idem::transaction_state::rolled_back);
-    CHECK(f.records() == 0);
-    CHECK(f.ledger() == 0);
-    CHECK(f.detached_status("t-2") == reservation_status::reserved);
-    CHECK(bank::transfer(f.store, *f.runner, "t-2", 10) == bank::outcome::executed);
-    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
-
-    // A result the predicate declines rolls back the same way.
-    const bool ok = f.runner->run(
-        [&](transaction& tx) {
-            auto r = f.store.try_reserve(tx, bank::transfer_key("t-3"), bank::fingerprint, 1min);
-            REQUIRE(r.status == reservation_status::reserved);
-            bank::move_money(tx.session(), "t-3", 10);
-            return false;
-        },
-        [](bool result) { return result; });
-    CHECK_FALSE(ok);
-    CHECK(f.detached_status("t-3") == reservation_status::reserved);
+    idem::test::rollback_leaves_no_record(f.under_test());
+    idem::test::declined_result_leaves_no_record(f.under_test());
     CHECK(f.ledger() == 1);
 }
 
 TEST_CASE("postgresql store: release inside the transaction, and a second reserve there sees it in flight") {
     fixture f;
-    f.runner->run([&](transaction& tx) {
-        auto r = f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min);
-        REQUIRE(r.status == reservation_status::reserved);
-        CHECK(f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min).status ==
-              reservation_status::in_flight);
-        CHECK(f.store.try_reserve(tx, bank::transfer_key("t-4"), "other", 1min).status ==
-              reservation_status::fingerprint_mismatch);
-        CHECK_FALSE(f.store.release(tx, bank::transfer_key("t-4"), "other-token"));
-        CHECK(f.store.release(tx, bank::transfer_key("t-4"), r.token));
-        CHECK(f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min).status ==
-              reservation_status::reserved);
-    });
-    CHECK(f.detached_status("t-4") == reservation_status::in_flight);
-}
-
-// A first transfer reserves `key`, moves the money and holds its transaction
-// open for 300 ms, then commits (or rolls back); a duplicate on another
-// connection arrives meanwhile. Returns the duplicate's outcome and how long it waited.
-std::pair<bank::outcome, std::chrono::milliseconds> duplicate_during(fixture& f, const std::string& key, bool commits) {
-    std::promise<void> written;
-    std::jthread first([&] {
-        try {
-            f.runner->run([&](transaction& tx) {
-                auto r = f.store.try_reserve(tx, bank::transfer_key(key), bank::fingerprint, 1min);
-                REQUIRE(r.status == reservation_status::reserved);
-                bank::move_money(tx.session(), key, 10);
-                written.set_value();
-                std::this_thread::sleep_for(300ms);  // the duplicate arrives now
-                if (!commits) throw business_failure();
-                REQUIRE(f.store.complete(tx, bank::transfer_key(key), r.token, bank::fingerprint, "moved 10", 24h));
-            });
-        } catch (const business_failure&) {
-        }
-    });
-    written.get_future().wait();
-    fixture::other_connection other(f.conninfo);
-    const auto started = std::chrono::steady_clock::now();
-    const auto outcome = bank::transfer(f.store, *other.runner, key, 10);
-    const auto waited = std::chrono::steady_clock::now() - started;
-    first.join();
-    return {outcome, std::chrono::duration_cast<std::chrono::milliseconds>(waited)};
+    idem::test::release_inside_the_transaction(f.under_test());
 }
 
 TEST_CASE("postgresql store: a duplicate waits on the uncommitted reservation, then replays the committed result") {
     fixture f;
-    const auto [outcome, waited] = duplicate_during(f, "t-5", true);
-    CHECK(outcome == bank::outcome::replayed);
-    CHECK(waited >= 200ms);
-    MESSAGE("the duplicate waited " << waited.count() << " ms for the first commit");
-    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
-    CHECK(f.ledger() == 1);
+    idem::test::duplicate_waits_for_the_commit(f.under_test());
 }
 
 TEST_CASE("postgresql store: a duplicate waiting on a reservation that rolls back runs itself") {
     fixture f;
-    const auto [outcome, waited] = duplicate_during(f, "t-6", false);
+    const auto [outcome, waited] = idem::test::duplicate_during(f.under_test(), "t-6", false);
     CHECK(outcome == bank::outcome::executed);
     CHECK(waited >= 200ms);
     CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);

@@ -6,16 +6,17 @@
 #include <chrono>
 #include <fstream>
 #include <future>
-#include <thread>
 
 #include "bank.hpp"
 #include "idem/error.hpp"
+#include "store_scenarios.hpp"
 #include "temp_dir.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 namespace bank = idem::test::bank;
+using bank::business_failure;
 using idem::reservation_status;
 using idem::transaction;
 
@@ -36,101 +37,41 @@ struct fixture {
     }
 
     [[nodiscard]] reservation_status detached_status(const std::string& key) {
-        auto r = store.try_reserve(bank::transfer_key(key), bank::fingerprint, 1min);
-        if (r.status == reservation_status::reserved) REQUIRE(store.release(bank::transfer_key(key), r.token));
-        return r.status;
+        return bank::detached_status(store, key);
     }
-};
 
-struct business_failure : std::runtime_error {
-    business_failure() : std::runtime_error("business failure") {}
+    // What the scenarios SQL stores share (store_scenarios.hpp) work on.
+    [[nodiscard]] idem::test::store_under_test under_test() {
+        return {store, session, *runner, [this](soci::session& s) { idem::open_sqlite_session(s, db, fast); }};
+    }
 };
 
 }  // namespace
 
 TEST_CASE("sqlite store: a commit lands the business rows and the completed record together") {
     fixture f;
-    CHECK(bank::transfer(f.store, *f.runner, "t-1", 25) == bank::outcome::executed);
-    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 25);
-    auto replay = f.store.try_reserve(bank::transfer_key("t-1"), bank::fingerprint, 1min);
-    CHECK(replay.status == reservation_status::completed);
-    CHECK(replay.payload == "moved 25");
-    CHECK(bank::transfer(f.store, *f.runner, "t-1", 25) == bank::outcome::replayed);
-    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 25);
+    idem::test::commit_lands_rows_and_record(f.under_test());
 }
 
 TEST_CASE("sqlite store: a rollback leaves no record, so a retry runs again") {
     fixture f;
-    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
-        auto r = f.store.try_reserve(tx, bank::transfer_key("t-2"), bank::fingerprint, 1min);
-        REQUIRE(r.status == reservation_status::reserved);
-        bank::move_money(tx.session(), "t-2", 10);
-        REQUIRE(f.store.complete(tx, bank::transfer_key("t-2"), r.token, bank::fingerprint, "moved", 24h));
-        throw business_failure();  // after complete: the record goes with the data
-    }),
-                    business_failure);
-    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_records") == 0);
-    CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == 0);
-    CHECK(f.detached_status("t-2") == reservation_status::reserved);
-    CHECK(bank::transfer(f.store, *f.runner, "t-2", 10) == bank::outcome::executed);
-    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+    idem::test::rollback_leaves_no_record(f.under_test());
 }
 
 TEST_CASE("sqlite store: a failed result the predicate declines leaves no record either") {
     fixture f;
-    const bool ok = f.runner->run(
-        [&](transaction& tx) {
-            auto r = f.store.try_reserve(tx, bank::transfer_key("t-3"), bank::fingerprint, 1min);
-            REQUIRE(r.status == reservation_status::reserved);
-            bank::move_money(tx.session(), "t-3", 10);
-            return false;  // e.g. the provider declined: roll back
-        },
-        [](bool result) { return result; });
-    CHECK_FALSE(ok);
-    CHECK(f.detached_status("t-3") == reservation_status::reserved);
+    idem::test::declined_result_leaves_no_record(f.under_test());
     CHECK(bank::balance(f.session, "alice") == bank::opening_balance);
 }
 
 TEST_CASE("sqlite store: release inside the transaction frees the key with the rollback of its part") {
     fixture f;
-    f.runner->run([&](transaction& tx) {
-        auto r = f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min);
-        REQUIRE(r.status == reservation_status::reserved);
-        CHECK_FALSE(f.store.release(tx, bank::transfer_key("t-4"), "other-token"));
-        CHECK(f.store.release(tx, bank::transfer_key("t-4"), r.token));
-        CHECK(f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min).status ==
-              reservation_status::reserved);
-    });
-    CHECK(f.detached_status("t-4") == reservation_status::in_flight);
+    idem::test::release_inside_the_transaction(f.under_test());
 }
 
 TEST_CASE("sqlite store: a duplicate on another connection waits for the first commit, then sees it completed") {
     fixture f;
-    std::promise<void> written;
-    std::jthread first([&] {
-        f.runner->run([&](transaction& tx) {
-            auto r = f.store.try_reserve(tx, bank::transfer_key("t-5"), bank::fingerprint, 1min);
-            REQUIRE(r.status == reservation_status::reserved);
-            bank::move_money(tx.session(), "t-5", 10);
-            written.set_value();
-            std::this_thread::sleep_for(300ms);  // the duplicate arrives now
-            REQUIRE(f.store.complete(tx, bank::transfer_key("t-5"), r.token, bank::fingerprint, "moved 10", 24h));
-        });
-    });
-    written.get_future().wait();
-
-    soci::session other;
-    idem::open_sqlite_session(other, f.db, fast);
-    idem::transaction_runner other_runner{other};
-    const auto started = std::chrono::steady_clock::now();
-    const auto outcome = bank::transfer(f.store, other_runner, "t-5", 10);
-    const auto waited = std::chrono::steady_clock::now() - started;
-    first.join();
-    CHECK(outcome == bank::outcome::replayed);
-    CHECK(waited >= 200ms);
-    MESSAGE("the duplicate waited " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
-                                    << " ms for the first commit");
-    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+    idem::test::duplicate_waits_for_the_commit(f.under_test());
 }
 
 TEST_CASE("sqlite store: a record write that fails inside a savepoint keeps the business data") {

@@ -1,0 +1,147 @@
+// Scenarios every SQL store runs in the caller's transaction, written once and
+// called from each store's tests (tests/sql/sqlite_store_test.cpp,
+// tests/postgresql/postgresql_store_test.cpp), which keep their dialect's own cases.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <soci/soci.h>
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "bank.hpp"
+
+namespace idem::test {
+
+// The store under test and the application's side of the bank: the business
+// connection the store joins, its runner, and how to open another connection
+// to the same database, as another instance of the service would.
+struct store_under_test {
+    transactional_record_store& store;
+    soci::session& session;
+    transaction_runner& runner;
+    std::function<void(soci::session&)> connect;
+
+    [[nodiscard]] long long records() const { return bank::count(session, "SELECT count(*) FROM idem_records"); }
+    [[nodiscard]] long long ledger() const { return bank::count(session, "SELECT count(*) FROM ledger"); }
+};
+
+// A commit lands the business rows and the completed record together; a retry replays.
+inline void commit_lands_rows_and_record(const store_under_test& s) {
+    using namespace std::chrono_literals;
+    CHECK(bank::transfer(s.store, s.runner, "t-1", 25) == bank::outcome::executed);
+    CHECK(bank::balance(s.session, "alice") == bank::opening_balance - 25);
+    auto replay = s.store.try_reserve(bank::transfer_key("t-1"), bank::fingerprint, 1min);
+    CHECK(replay.status == reservation_status::completed);
+    CHECK(replay.payload == "moved 25");
+    CHECK(bank::transfer(s.store, s.runner, "t-1", 25) == bank::outcome::replayed);
+    CHECK(bank::balance(s.session, "alice") == bank::opening_balance - 25);
+    CHECK(s.ledger() == 1);
+}
+
+// A rollback after complete takes the record with the business rows, so a retry runs again.
+inline void rollback_leaves_no_record(const store_under_test& s) {
+    using namespace std::chrono_literals;
+    CHECK_THROWS_AS(s.runner.run([&](transaction& tx) {
+        auto r = s.store.try_reserve(tx, bank::transfer_key("t-2"), bank::fingerprint, 1min);
+        REQUIRE(r.status == reservation_status::reserved);
+        bank::move_money(tx.session(), "t-2", 10);
+        REQUIRE(s.store.complete(tx, bank::transfer_key("t-2"), r.token, bank::fingerprint, "moved", 24h));
+        throw bank::business_failure();  // after complete: the record goes with the data
+    }),
+                    bank::business_failure);
+    CHECK(s.runner.last_state() == transaction_state::rolled_back);
+    CHECK(s.records() == 0);
+    CHECK(s.ledger() == 0);
+    CHECK(bank::detached_status(s.store, "t-2") == reservation_status::reserved);
+    CHECK(bank::transfer(s.store, s.runner, "t-2", 10) == bank::outcome::executed);
+    CHECK(bank::balance(s.session, "alice") == bank::opening_balance - 10);
+}
+
+// A result the runner's predicate declines rolls back the same way: no record, no money moved.
+inline void declined_result_leaves_no_record(const store_under_test& s) {
+    using namespace std::chrono_literals;
+    const long long balance_before = bank::balance(s.session, "alice");
+    const long long ledger_before = s.ledger();
+    const bool ok = s.runner.run(
+        [&](transaction& tx) {
+            auto r = s.store.try_reserve(tx, bank::transfer_key("t-3"), bank::fingerprint, 1min);
+            REQUIRE(r.status == reservation_status::reserved);
+            bank::move_money(tx.session(), "t-3", 10);
+            return false;  // e.g. the provider declined: roll back
+        },
+        [](bool result) { return result; });
+    CHECK_FALSE(ok);
+    CHECK(bank::detached_status(s.store, "t-3") == reservation_status::reserved);
+    CHECK(bank::balance(s.session, "alice") == balance_before);
+    CHECK(s.ledger() == ledger_before);
+}
+
+// Inside the transaction a second reserve sees the key in flight; release frees
+// it there, and the reservation taken again commits.
+inline void release_inside_the_transaction(const store_under_test& s) {
+    using namespace std::chrono_literals;
+    s.runner.run([&](transaction& tx) {
+        auto r = s.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min);
+        REQUIRE(r.status == reservation_status::reserved);
+        CHECK(s.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min).status ==
+              reservation_status::in_flight);
+        CHECK(s.store.try_reserve(tx, bank::transfer_key("t-4"), "other", 1min).status ==
+              reservation_status::fingerprint_mismatch);
+        CHECK_FALSE(s.store.release(tx, bank::transfer_key("t-4"), "other-token"));
+        CHECK(s.store.release(tx, bank::transfer_key("t-4"), r.token));
+        CHECK(s.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min).status ==
+              reservation_status::reserved);
+    });
+    CHECK(bank::detached_status(s.store, "t-4") == reservation_status::in_flight);
+}
+
+// A first transfer reserves `key`, moves the money and holds its transaction
+// open for 300 ms, then commits (or rolls back); a duplicate on another
+// connection arrives meanwhile. Returns the duplicate's outcome and how long it waited.
+inline std::pair<bank::outcome, std::chrono::milliseconds> duplicate_during(const store_under_test& s,
+                                                                            const std::string& key, bool commits) {
+    using namespace std::chrono_literals;
+    std::promise<void> written;
+    std::jthread first([&] {
+        try {
+            s.runner.run([&](transaction& tx) {
+                auto r = s.store.try_reserve(tx, bank::transfer_key(key), bank::fingerprint, 1min);
+                REQUIRE(r.status == reservation_status::reserved);
+                bank::move_money(tx.session(), key, 10);
+                written.set_value();
+                std::this_thread::sleep_for(300ms);  // the duplicate arrives now
+                if (!commits) throw bank::business_failure();
+                REQUIRE(s.store.complete(tx, bank::transfer_key(key), r.token, bank::fingerprint, "moved 10", 24h));
+            });
+        } catch (const bank::business_failure&) {
+        }
+    });
+    written.get_future().wait();
+    soci::session other;
+    s.connect(other);
+    transaction_runner other_runner{other};
+    const auto started = std::chrono::steady_clock::now();
+    const auto outcome = bank::transfer(s.store, other_runner, key, 10);
+    const auto waited = std::chrono::steady_clock::now() - started;
+    first.join();
+    return {outcome, std::chrono::duration_cast<std::chrono::milliseconds>(waited)};
+}
+
+// A duplicate on another connection waits for the first transfer's commit, then replays it.
+inline void duplicate_waits_for_the_commit(const store_under_test& s) {
+    using namespace std::chrono_literals;
+    const auto [outcome, waited] = duplicate_during(s, "t-5", true);
+    CHECK(outcome == bank::outcome::replayed);
+    CHECK(waited >= 200ms);
+    MESSAGE("the duplicate waited " << waited.count() << " ms for the first commit");
+    CHECK(bank::balance(s.session, "alice") == bank::opening_balance - 10);
+    CHECK(s.ledger() == 1);
+}
+
+}  // namespace idem::test
