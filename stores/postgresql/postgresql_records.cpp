@@ -22,6 +22,8 @@ bool read_committed(std::string_view level) { return level == "read committed" |
 // inserted: the INSERT waits for that transaction) stays as it is but is locked
 // (ON CONFLICT DO UPDATE locks the row even when its WHERE is false); the
 // lookup that follows then sees it.
+// Each statement reads the database's clock once (clock_timestamp() is read
+// anew at every call), so created_at and expires_at are exactly a span apart.
 constexpr Oid reserve_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid, bytea_oid, bytea_oid, interval_oid};
 constexpr statement_text reserve_text{R"(
 WITH live AS (
@@ -31,12 +33,13 @@ reserved AS (
     INSERT INTO idem_records AS r
         (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
     SELECT $1, convert_from($2, 'UTF8'), convert_from($3, 'UTF8'), convert_from($4, 'UTF8'), $5, $6, NULL, false,
-           clock_timestamp(), clock_timestamp() + $7
+           clock.now, clock.now + $7
+    FROM (SELECT clock_timestamp() AS now) AS clock
     WHERE )" IDEM_READ_COMMITTED R"( AND NOT EXISTS (SELECT FROM live)
     ON CONFLICT (key_hash) DO UPDATE
         SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = NULL, completed = false,
-            created_at = clock_timestamp(), expires_at = clock_timestamp() + $7
-        WHERE r.expires_at <= clock_timestamp()
+            created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+        WHERE r.expires_at <= EXCLUDED.created_at
     RETURNING 1)
 SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM reserved),
        live.completed, live.fingerprint, live.payload
@@ -50,12 +53,13 @@ constexpr statement_text reserve_in_text{R"(
 INSERT INTO idem_records AS r
     (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
 SELECT $1, convert_from($2, 'UTF8'), convert_from($3, 'UTF8'), convert_from($4, 'UTF8'), $5, $6, NULL, false,
-       clock_timestamp(), clock_timestamp() + $7
+       clock.now, clock.now + $7
+FROM (SELECT clock_timestamp() AS now) AS clock
 WHERE )" IDEM_READ_COMMITTED R"(
 ON CONFLICT (key_hash) DO UPDATE
     SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = NULL, completed = false,
-        created_at = clock_timestamp(), expires_at = clock_timestamp() + $7
-    WHERE r.expires_at <= clock_timestamp()
+        created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+    WHERE r.expires_at <= EXCLUDED.created_at
 RETURNING 1)",
                                          reserve_types, "reserving a record"};
 
@@ -79,12 +83,13 @@ WITH completed AS (
     INSERT INTO idem_records AS r
         (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
     SELECT $1, convert_from($2, 'UTF8'), convert_from($3, 'UTF8'), convert_from($4, 'UTF8'), $5, $6, $7, true,
-           clock_timestamp(), clock_timestamp() + $8
+           clock.now, clock.now + $8
+    FROM (SELECT clock_timestamp() AS now) AS clock
     WHERE )" IDEM_READ_COMMITTED R"(
     ON CONFLICT (key_hash) DO UPDATE
         SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = EXCLUDED.payload, completed = true,
-            created_at = clock_timestamp(), expires_at = clock_timestamp() + $8
-        WHERE r.expires_at <= clock_timestamp() OR (NOT r.completed AND r.token = EXCLUDED.token)
+            created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+        WHERE r.expires_at <= EXCLUDED.created_at OR (NOT r.completed AND r.token = EXCLUDED.token)
     RETURNING 1)
 SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM completed))",
                                        complete_types, "completing a record"};
@@ -98,8 +103,8 @@ SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM completed))
 constexpr Oid complete_at_commit_types[] = {bytea_oid, bytea_oid, bytea_oid, interval_oid};
 constexpr statement_text complete_at_commit_text{R"(
 WITH completed AS (
-    UPDATE idem_records SET payload = $3, completed = true, created_at = clock_timestamp(),
-                            expires_at = clock_timestamp() + $4
+    UPDATE idem_records SET payload = $3, completed = true, created_at = clock.now, expires_at = clock.now + $4
+    FROM (SELECT clock_timestamp() AS now) AS clock
     WHERE key_hash = $1 AND token = $2 AND NOT completed
     RETURNING 1)
 SELECT (CASE WHEN EXISTS (SELECT FROM completed) THEN 'true'
