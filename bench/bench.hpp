@@ -2,10 +2,12 @@
 #pragma once
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "harness.hpp"
+#include "idem/execution.hpp"
 
 namespace idem::bench {
 
@@ -36,6 +38,14 @@ public:
 private:
     std::vector<row> rows_;
 };
+
+// Every measured call must run its operation: a replay or an in-flight answer
+// would time a cheaper path than the one named.
+template <class Execution>
+void require_executed(const Execution& e) {
+    if (e.enforce_decision() != execution_status::executed)
+        throw std::logic_error("a benchmark call did not execute its operation");
+}
 
 void run_memory(const options& o, report& out);
 void run_sqlite(const options& o, report& out);

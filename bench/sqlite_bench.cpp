@@ -57,10 +57,10 @@ void run_sqlite(const options& o, report& out) {
                     const std::uint64_t id = next++;
                     const record_key key = key_of(id);
                     db.runner->run([&](transaction& tx) {
-                        (void)exec.execute(tx, key, "fp", {}, [&] {
+                        require_executed(exec.execute(tx, key, "fp", {}, [&] {
                             bank.transfer(id);
                             return std::string("ok");
-                        }, codec);
+                        }, codec));
                     });
                 }, o.span);
             };
@@ -69,10 +69,10 @@ void run_sqlite(const options& o, report& out) {
             return measure([&](std::uint64_t) {
                 const std::uint64_t id = next++;
                 const record_key key = key_of(id);
-                (void)enforce.execute(key, "fp", {}, [&] {
+                require_executed(enforce.execute(key, "fp", {}, [&] {
                     db.runner->run([&](transaction&) { bank.transfer(id); });
                     return std::string("ok");
-                }, codec);
+                }, codec));
             }, o.span);
         };
         const std::string where = name_of(sync);
