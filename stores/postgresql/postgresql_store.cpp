@@ -38,14 +38,14 @@ void check_older_than(duration older_than) {
 }  // namespace
 
 struct postgresql_store::impl {
-    explicit impl(postgresql_store_options o) : options(checked(std::move(o))), pool(options) {
-        database = PQdb(pool.acquire()->statements->conn());
+    explicit impl(postgresql_store_options o) : options(checked(std::move(o))), pool(pg::make_pool(options)) {
+        database = PQdb(pool->acquire()->statements->conn());
     }
 
     // Runs `work` on one of the store's connections; each statement is its own transaction.
     template <class Work>
     auto detached(Work&& work) {
-        auto c = pool.acquire();
+        auto c = pool->acquire();
         return work(*c->statements);
     }
 
@@ -73,7 +73,7 @@ struct postgresql_store::impl {
     }
 
     postgresql_store_options options;
-    pg::connection_pool pool;
+    std::unique_ptr<pg::connection_pool> pool;
     std::string database;
     const std::uint64_t id = next_store_id();
 };
@@ -86,7 +86,7 @@ postgresql_store::postgresql_store(postgresql_store_options options)
 postgresql_store::~postgresql_store() = default;
 
 std::vector<std::string> postgresql_store::migrate() {
-    auto c = impl_->pool.acquire();
+    auto c = impl_->pool->acquire();
     // READ COMMITTED: after the advisory lock, the versions read must include
     // what a migration that held the lock before committed.
     transaction_runner runner(c->session, {.isolation = isolation_level::read_committed});

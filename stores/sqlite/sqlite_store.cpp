@@ -46,8 +46,8 @@ std::string file_of(sqlite::database* db) {
 
 struct sqlite_store::impl {
     explicit impl(sqlite_store_options o)
-        : options(checked(std::move(o))), pool(options.path, options.connection, options.pool_size) {
-        file = file_of(sqlite::native_handle(pool.acquire()->session));
+        : options(checked(std::move(o))), pool(sqlite::make_pool(options.path, options.connection, options.pool_size)) {
+        file = file_of(sqlite::native_handle(pool->acquire()->session));
     }
 
     // Runs `work` on one of the store's connections in its own transaction, or,
@@ -57,7 +57,7 @@ struct sqlite_store::impl {
     template <class Work>
     auto detached_tx(Work&& work) {
         if (transaction* open = open_on_this_file()) return open->savepoint([&] { return work(*open); });
-        auto c = pool.acquire();
+        auto c = pool->acquire();
         try {
             return c->runner->run(work);
         } catch (...) {
@@ -118,7 +118,7 @@ struct sqlite_store::impl {
     }
 
     sqlite_store_options options;
-    sqlite::connection_pool pool;
+    std::unique_ptr<sqlite::connection_pool> pool;
     std::string file;
     const std::uint64_t id = next_store_id();
     const std::uint64_t admin_id = next_store_id();
@@ -133,7 +133,7 @@ sqlite_store::~sqlite_store() = default;
 const std::string& sqlite_store::path() const noexcept { return impl_->options.path; }
 
 std::vector<std::string> sqlite_store::migrate() {
-    auto c = impl_->pool.acquire();
+    auto c = impl_->pool->acquire();
     return detail::apply_migrations(*c->runner, detail::sqlite_migrations(), [](transaction& tx, std::string_view sql) {
         sqlite::execute(sqlite::native_handle(tx.session()), std::string(sql).c_str(), "applying a migration");
     });
@@ -143,7 +143,7 @@ reservation sqlite_store::do_try_reserve(const record_key& key, std::string_view
     // A retry of finished or running work is answered by a plain read, without
     // taking the file's write lock; only an absent or expired entry needs one.
     if (impl_->open_on_this_file() == nullptr) {
-        auto c = impl_->pool.acquire();
+        auto c = impl_->pool->acquire();
         if (!c->reader) c->reader = std::make_unique<sqlite::record_statements>(sqlite::native_handle(c->session));
         if (auto live = c->reader->peek(key, fingerprint, impl_->now())) return std::move(*live);
     }
