@@ -51,6 +51,8 @@ public:
     // A slot per owner (a store) that lives as long as this connection's
     // runner, for per-connection state such as prepared statements.
     [[nodiscard]] virtual std::shared_ptr<void>& connection_cache(std::uint64_t owner) = 0;
+    // A process-wide unique owner id for connection_cache (one per store, say).
+    [[nodiscard]] static std::uint64_t new_cache_owner() noexcept;
 
 protected:
     // Opens a savepoint and returns its name.

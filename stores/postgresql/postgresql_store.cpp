@@ -1,6 +1,5 @@
 #include "idem/postgresql_store.hpp"
 
-#include <atomic>
 #include <stdexcept>
 
 #include "postgresql_pool.hpp"
@@ -17,11 +16,6 @@ namespace pg = detail::pg;
 
 // Rows purge_expired deletes per statement (each its own short transaction).
 constexpr std::size_t purge_step = 1000;
-
-std::uint64_t next_store_id() {
-    static std::atomic<std::uint64_t> counter{0};
-    return ++counter;
-}
 
 postgresql_store_options checked(postgresql_store_options options) {
     if (options.pool_size == 0) throw std::invalid_argument("idem: postgresql_store pool_size must be positive");
@@ -75,7 +69,7 @@ struct postgresql_store::impl {
     postgresql_store_options options;
     std::unique_ptr<pg::connection_pool> pool;
     std::string database;
-    const std::uint64_t id = next_store_id();
+    const std::uint64_t id = transaction::new_cache_owner();
 };
 
 postgresql_store::postgresql_store(postgresql_store_options options)

@@ -1,6 +1,5 @@
 #include "idem/sqlite_store.hpp"
 
-#include <atomic>
 #include <filesystem>
 #include <stdexcept>
 #include <system_error>
@@ -22,11 +21,6 @@ namespace sqlite = detail::sqlite;
 
 // Rows purge_expired deletes per transaction: the write lock is held briefly.
 constexpr std::size_t purge_batch_rows = 500;
-
-std::uint64_t next_store_id() {
-    static std::atomic<std::uint64_t> counter{0};
-    return ++counter;
-}
 
 sqlite_store_options checked(sqlite_store_options options) {
     if (options.path.empty()) throw std::invalid_argument("idem: sqlite_store needs a database path");
@@ -120,8 +114,8 @@ struct sqlite_store::impl {
     sqlite_store_options options;
     std::unique_ptr<sqlite::connection_pool> pool;
     std::string file;
-    const std::uint64_t id = next_store_id();
-    const std::uint64_t admin_id = next_store_id();
+    const std::uint64_t id = transaction::new_cache_owner();
+    const std::uint64_t admin_id = transaction::new_cache_owner();
 };
 
 sqlite_store::sqlite_store(sqlite_store_options options) : impl_(std::make_unique<impl>(std::move(options))) {
