@@ -35,9 +35,16 @@ public:
     [[nodiscard]] virtual bool is_transient() const noexcept { return false; }
     // The connection to the server broke; the outcome of the last call is unknown.
     [[nodiscard]] virtual bool is_connection_lost() const noexcept { return false; }
+    // The failure ended a database transaction that is known to have rolled back
+    // (nothing it wrote remains), so the work may run again at once. Set by
+    // idem::database on what it throws out of a unit of work; never set after a
+    // COMMIT whose answer was lost (that is transaction_in_doubt).
+    [[nodiscard]] bool rolled_back() const noexcept { return rolled_back_; }
+    void mark_rolled_back() noexcept { rolled_back_ = true; }
 
 private:
     error_category category_;
+    bool rolled_back_ = false;
 };
 
 // What went wrong inside a store, in terms a caller can act on.
@@ -48,6 +55,7 @@ enum class store_failure {
     corrupt_record,   // a stored row does not have the shape idem writes
     unsupported,      // the store cannot keep its promise here (e.g. isolation level)
     schema,           // the schema is missing or newer than this library
+    constraint,       // a constraint rejected a write (unique, check, foreign key, not null, type)
     other,
 };
 
@@ -95,6 +103,15 @@ public:
 class transaction_error : public error {
 public:
     explicit transaction_error(const std::string& message) : error(error_category::transaction, message) {}
+};
+
+// COMMIT was sent and its answer lost (the connection broke): the transaction
+// may or may not have committed. Never retried; check the data, then decide.
+// The failure that broke the connection is nested (std::rethrow_if_nested).
+class transaction_in_doubt : public transaction_error {
+public:
+    explicit transaction_in_doubt(const std::string& message) : transaction_error(message) {}
+    [[nodiscard]] bool is_connection_lost() const noexcept override { return true; }
 };
 
 }  // namespace idem

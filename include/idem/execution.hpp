@@ -51,4 +51,26 @@ private:
     std::optional<T> value_;
 };
 
+// The answer for an operation that returns nothing: it ran now, or a retry was
+// answered from its record (replayed), or it did not run (in flight, key reused).
+template <>
+class execution<void> {
+public:
+    execution(execution_status status, execution_status enforce_decision, idem::mode mode)
+        : status_(status), enforce_decision_(enforce_decision), mode_(mode) {}
+
+    [[nodiscard]] execution_status status() const noexcept { return status_; }
+    [[nodiscard]] execution_status enforce_decision() const noexcept { return enforce_decision_; }
+    [[nodiscard]] idem::mode mode() const noexcept { return mode_; }
+    // The operation ran, now or before.
+    [[nodiscard]] bool has_value() const noexcept {
+        return status_ == execution_status::executed || status_ == execution_status::replayed;
+    }
+
+private:
+    execution_status status_;
+    execution_status enforce_decision_;
+    idem::mode mode_;
+};
+
 }  // namespace idem

@@ -46,6 +46,7 @@ const char* describe(store_failure failure, std::string_view sqlstate) noexcept 
         case store_failure::conflict: return "serialization failure or deadlock";
         case store_failure::schema: return "the idem schema is missing or outdated (run migrate())";
         case store_failure::corrupt_record: return "corrupt record";
+        case store_failure::constraint: return "a constraint rejected the write";
         case store_failure::unsupported: return "unsupported";
         case store_failure::other: break;
     }
@@ -86,6 +87,7 @@ store_failure classify(std::string_view sqlstate) noexcept {
     if (sqlstate == "40001" || sqlstate == "40P01") return store_failure::conflict;
     if (sqlstate == "55P03" || sqlstate == "57014") return store_failure::timeout;
     if (sqlstate == "42P01" || sqlstate == "42703" || sqlstate == "42883") return store_failure::schema;
+    if (sqlstate.starts_with("23")) return store_failure::constraint;  // integrity constraint violation
     return store_failure::other;
 }
 

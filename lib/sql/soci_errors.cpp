@@ -6,6 +6,10 @@
 
 #include "idem/error.hpp"
 
+#ifdef IDEM_SQL_HAVE_SQLITE
+#include "sql/sqlite_native.hpp"
+#endif
+
 #ifdef IDEM_SQL_HAVE_POSTGRESQL
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/session.h>
@@ -29,7 +33,7 @@ translation translate(soci::soci_error::error_category category) {
         case soci::soci_error::invalid_statement: return {store_failure::schema, "invalid statement"};
         case soci::soci_error::no_privilege: return {store_failure::other, "no privilege"};
         case soci::soci_error::no_data: return {store_failure::other, "no data"};
-        case soci::soci_error::constraint_violation: return {store_failure::other, "constraint violation"};
+        case soci::soci_error::constraint_violation: return {store_failure::constraint, "constraint violation"};
         case soci::soci_error::system_error: return {store_failure::other, "system error"};
         case soci::soci_error::unknown: break;
     }
@@ -51,6 +55,11 @@ void rethrow_soci_as_store_error(std::string_view what, [[maybe_unused]] soci::s
         if (!sqlstate.empty() || conn != nullptr) throw pg::error(conn, sqlstate, what);
         const auto t = translate(e.get_error_category());
         throw store_error(t.failure, "idem: " + std::string(what) + " failed: " + t.text);
+#endif
+#ifdef IDEM_SQL_HAVE_SQLITE
+    } catch (const soci::sqlite3_soci_error& e) {
+        // The result code tells a busy database and a constraint apart; the message is SQLite's generic text.
+        throw sqlite::error(e.result(), std::string(what) + " failed");
 #endif
     } catch (const soci::soci_error& e) {
         // e.what() carries SOCI's context (the query and its bound values): never use it.

@@ -22,6 +22,7 @@ store_failure classify(int result_code) noexcept {
         case SQLITE_CANTOPEN:
         case SQLITE_IOERR: return store_failure::connection_lost;
         case SQLITE_SCHEMA: return store_failure::conflict;
+        case SQLITE_CONSTRAINT: return store_failure::constraint;
         default: return store_failure::other;
     }
 }

@@ -1,0 +1,224 @@
+#include "idem/database.hpp"
+
+#include <charconv>
+#include <random>
+#include <thread>
+
+#include <soci/soci.h>
+
+#include "session_pool.hpp"
+#include "sql/soci_errors.hpp"
+
+#ifdef IDEM_DATABASE_SQLITE
+#include "idem/sqlite_store.hpp"
+#endif
+#ifdef IDEM_DATABASE_POSTGRESQL
+#include "idem/postgresql_store.hpp"
+#endif
+
+namespace idem {
+namespace {
+
+struct opened {
+    std::shared_ptr<transactional_record_store> store;
+    store_admin* admin = nullptr;
+    detail::session_pool::opener open_session;
+};
+
+opened open_store(const database_url& url, const database_options& options) {
+    switch (url.kind) {
+        case database_url::backend::sqlite: {
+#ifdef IDEM_DATABASE_SQLITE
+            auto store = std::make_shared<sqlite_store>(
+                sqlite_store_options{.path = url.location, .connection = options.sqlite, .migrate_on_open = false});
+            store_admin* admin = store.get();
+            return {std::move(store), admin, [path = url.location, connection = options.sqlite](soci::session& s) {
+                        open_sqlite_session(s, path, connection);
+                    }};
+#else
+            throw std::invalid_argument("idem: this build has no SQLite store (built without SOCI's sqlite3 backend)");
+#endif
+        }
+        case database_url::backend::postgresql: {
+#ifdef IDEM_DATABASE_POSTGRESQL
+            auto store = std::make_shared<postgresql_store>(
+                postgresql_store_options{.connection = url.location, .migrate_on_open = false});
+            store_admin* admin = store.get();
+            return {std::move(store), admin,
+                    [connection = url.location](soci::session& s) { open_postgresql_session(s, connection); }};
+#else
+            throw std::invalid_argument(
+                "idem: this build has no PostgreSQL store (built without libpq or SOCI's postgresql backend)");
+#endif
+        }
+    }
+    throw std::invalid_argument("idem: unknown database kind");
+}
+
+std::vector<std::string> problems_of(const database_options& o) {
+    std::vector<std::string> problems;
+    if (o.pool_size < 1 || o.pool_size > 1024) problems.emplace_back("pool_size must be between 1 and 1024");
+    if (o.acquire_timeout <= std::chrono::milliseconds(0) || o.acquire_timeout > std::chrono::hours(1))
+        problems.emplace_back("acquire_timeout must be above 0 and at most 1h");
+    if (o.attempts < 1 || o.attempts > 100) problems.emplace_back("attempts must be between 1 and 100");
+    if (o.backoff < std::chrono::milliseconds(0) || o.backoff > std::chrono::minutes(1))
+        problems.emplace_back("backoff must be between 0 and 1m");
+    return problems;
+}
+
+// The wait before run `attempt` + 1: backoff doubled per run, capped, with jitter
+// in [half, full] so clients that collided once spread out.
+std::chrono::microseconds backoff_before(int attempt, std::chrono::milliseconds backoff) {
+    thread_local std::minstd_rand random{std::random_device{}()};
+    const auto full = std::chrono::duration_cast<std::chrono::microseconds>(backoff) * (1LL << std::min(attempt - 1, 10));
+    if (full.count() <= 1) return full;
+    std::uniform_int_distribution<long long> pick(full.count() / 2, full.count());
+    return std::chrono::microseconds(pick(random));
+}
+
+}  // namespace
+
+struct database::impl {
+    database_url url;
+    database_options options;
+    std::shared_ptr<transactional_record_store> store;
+    store_admin* admin;
+    idem::executor exec;
+    detail::session_pool pool;
+
+    impl(database_url u, database_options o, opened s)
+        : url(std::move(u)),
+          options(std::move(o)),
+          store(std::move(s.store)),
+          admin(s.admin),
+          exec(options.options ? idem::executor(executor::store_map{{"", store}}, options.options, options.telemetry)
+                               : idem::executor(store, options.executor, options.telemetry)),
+          pool(std::move(s.open_session), options.pool_size, options.acquire_timeout,
+               // PostgreSQL stores need READ COMMITTED; SQLite transactions are always serializable.
+               transaction_options{.isolation = isolation_level::read_committed}) {}
+};
+
+namespace {
+
+// The units of work running on this thread, innermost last: a nested call joins its database's.
+thread_local std::vector<std::pair<const void*, transaction_runner*>> running_units;
+
+struct running_unit {
+    running_unit(const void* db, transaction_runner& runner) { running_units.emplace_back(db, &runner); }
+    ~running_unit() { running_units.pop_back(); }
+    running_unit(const running_unit&) = delete;
+    running_unit& operator=(const running_unit&) = delete;
+};
+
+transaction_runner* joined_unit(const void* db) noexcept {
+    for (auto it = running_units.rbegin(); it != running_units.rend(); ++it)
+        if (it->first == db) return it->second;
+    return nullptr;
+}
+
+// SOCI's exceptions as idem::store_error (SOCI's text quotes the statement and
+// its values: it stays nested, for logs, never in what()).
+std::exception_ptr translated(std::exception_ptr failure, soci::session* session) {
+    try {
+        std::rethrow_exception(failure);
+    } catch (const soci::soci_error&) {
+        try {
+            try {
+                detail::rethrow_soci_as_store_error("a statement of the unit of work", session);
+            } catch (const store_error& e) {
+                std::throw_with_nested(e);
+            }
+        } catch (...) {
+            return std::current_exception();
+        }
+    } catch (...) {
+    }
+    return failure;
+}
+
+}  // namespace
+
+database database::open(std::string_view url, database_options options) {
+    database_url parsed = database_url::parse(url);
+    if (auto problems = problems_of(options); !problems.empty()) throw options_error(std::move(problems));
+    opened store = open_store(parsed, options);
+    return database(std::make_unique<impl>(std::move(parsed), std::move(options), std::move(store)));
+}
+
+database::database(std::unique_ptr<impl> state) noexcept : impl_(std::move(state)) {}
+database::database(database&&) noexcept = default;
+database& database::operator=(database&&) noexcept = default;
+database::~database() = default;
+
+std::vector<std::string> database::migrate() { return impl_->admin->migrate(); }
+
+idem::executor& database::executor() noexcept { return impl_->exec; }
+transactional_record_store& database::store() noexcept { return *impl_->store; }
+std::shared_ptr<transactional_record_store> database::shared_store() const noexcept { return impl_->store; }
+store_admin& database::admin() noexcept { return *impl_->admin; }
+database_url::backend database::backend() const noexcept { return impl_->url.kind; }
+
+soci::session& database::session_of(transaction_runner& runner) noexcept { return runner.session(); }
+
+void database::run_unit(detail::function_ref<void(transaction_runner&, detail::unit_run&)> body) {
+    impl& d = *impl_;
+    if (transaction_runner* joined = joined_unit(&d)) {
+        detail::unit_run run;
+        body(*joined, run);
+        return;
+    }
+    for (int attempt = 1;; ++attempt) {
+        detail::unit_run run;
+        auto lease = d.pool.borrow();
+        transaction_runner* runner = nullptr;
+        try {
+            runner = &lease.runner();
+            const running_unit registered(&d, *runner);
+            body(*runner, run);
+            return;
+        } catch (...) {
+            const std::exception_ptr failure =
+                translated(std::current_exception(), runner != nullptr ? &runner->session() : nullptr);
+            const bool in_doubt = runner != nullptr && runner->last_state() == transaction_state::in_doubt;
+            // A transaction whose end is unknown may still be open on its connection: never lend it again.
+            if (in_doubt) lease.discard();
+            bool retry = false;
+            try {
+                std::rethrow_exception(failure);
+            } catch (transaction_in_doubt&) {
+                throw;
+            } catch (error& e) {
+                if (e.is_connection_lost()) d.pool.connection_lost();
+                if (in_doubt && run.committing)
+                    std::throw_with_nested(transaction_in_doubt(
+                        "idem: the answer to COMMIT was lost: the unit of work may or may not have committed"));
+                e.mark_rolled_back();
+                retry = e.is_transient() && attempt < d.options.attempts;
+                if (!retry) throw;
+            }
+            // Other exceptions (the work's own) propagated above, after the rollback.
+            std::this_thread::sleep_for(backoff_before(attempt, d.options.backoff));
+        }
+    }
+}
+
+namespace detail {
+
+long long parse_signed(std::string_view payload, long long min, long long max) {
+    long long value = 0;
+    const auto [end, ec] = std::from_chars(payload.data(), payload.data() + payload.size(), value);
+    if (ec != std::errc() || end != payload.data() + payload.size() || value < min || value > max)
+        throw std::invalid_argument("idem: the stored result is not an integer of this type");
+    return value;
+}
+
+unsigned long long parse_unsigned(std::string_view payload, unsigned long long max) {
+    unsigned long long value = 0;
+    const auto [end, ec] = std::from_chars(payload.data(), payload.data() + payload.size(), value);
+    if (ec != std::errc() || end != payload.data() + payload.size() || value > max)
+        throw std::invalid_argument("idem: the stored result is not an integer of this type");
+    return value;
+}
+
+}  // namespace detail
+}  // namespace idem

@@ -1,0 +1,460 @@
+// idem::database on real SQLite files and a throwaway PostgreSQL: the same
+// scenarios on both, through the one URL each is opened with.
+#include <doctest/doctest.h>
+
+#include <soci/soci.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <future>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "idem/database.hpp"
+#include "temp_dir.hpp"
+#ifdef IDEM_TEST_POSTGRESQL
+#include "idem/postgresql_store.hpp"
+#include "postgres_server.hpp"
+#endif
+
+namespace bank {
+
+struct transfer {
+    std::string id;
+    std::string from;
+    std::string to;
+    long long amount = 0;
+};
+
+}  // namespace bank
+
+// The business row's mapping, as a SOCI user writes it anyway.
+template <>
+struct soci::type_conversion<bank::transfer> {
+    using base_type = soci::values;
+    static void from_base(const soci::values& v, soci::indicator, bank::transfer& t) {
+        t.id = v.get<std::string>("id");
+        t.from = v.get<std::string>("from_account");
+        t.to = v.get<std::string>("to_account");
+        t.amount = v.get<long long>("amount");
+    }
+    static void to_base(const bank::transfer& t, soci::values& v, soci::indicator& ind) {
+        v.set("id", t.id);
+        v.set("from_account", t.from);
+        v.set("to_account", t.to);
+        v.set("amount", t.amount);
+        ind = soci::i_ok;
+    }
+};
+
+// What lets once() return a transfer without a codec: the row's key, and how to read it back.
+template <>
+struct idem::stored_row<bank::transfer> {
+    static std::string key(const bank::transfer& t) { return t.id; }
+    static std::optional<bank::transfer> read(soci::session& sql, const std::string& id) {
+        bank::transfer t;
+        sql << "SELECT id, from_account, to_account, amount FROM transfers WHERE id = :id", soci::use(id),
+            soci::into(t);
+        return sql.got_data() ? std::optional(t) : std::nullopt;
+    }
+};
+
+namespace {
+
+using namespace std::chrono_literals;
+using idem::execution_status;
+
+// A database of its own for one test: a SQLite file in a temp folder, or a scratch PostgreSQL database.
+class place {
+public:
+    virtual ~place() = default;
+    [[nodiscard]] virtual std::string url() const = 0;
+    [[nodiscard]] virtual bool postgresql() const = 0;
+};
+
+class sqlite_place final : public place {
+public:
+    [[nodiscard]] std::string url() const override { return "sqlite:" + (dir_.path() / "bank.db").string(); }
+    [[nodiscard]] bool postgresql() const override { return false; }
+
+private:
+    idem::test::temp_dir dir_{"database"};
+};
+
+#ifdef IDEM_TEST_POSTGRESQL
+class postgresql_place final : public place {
+public:
+    [[nodiscard]] std::string url() const override { return scratch_.conninfo(); }
+    [[nodiscard]] bool postgresql() const override { return true; }
+
+private:
+    idem::test::scratch_database scratch_{idem::test::shared_postgres(), "database"};
+};
+#endif
+
+std::vector<std::unique_ptr<place>> places() {
+    std::vector<std::unique_ptr<place>> all;
+    all.push_back(std::make_unique<sqlite_place>());
+#ifdef IDEM_TEST_POSTGRESQL
+    all.push_back(std::make_unique<postgresql_place>());
+#endif
+    return all;
+}
+
+idem::database open_bank(const place& where, idem::database_options options = {}) {
+    idem::database db = idem::database::open(where.url(), std::move(options));
+    db.migrate();
+    db.transact([](idem::unit_of_work& uow) {
+        uow.sql() << "CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, balance BIGINT NOT NULL)";
+        uow.sql() << "CREATE TABLE IF NOT EXISTS transfers (id TEXT PRIMARY KEY, from_account TEXT NOT NULL, "
+                     "to_account TEXT NOT NULL, amount BIGINT NOT NULL)";
+        uow.sql() << "INSERT INTO accounts (id, balance) VALUES ('alice', 1000000), ('bob', 0)";
+    });
+    return db;
+}
+
+long long balance(idem::database& db, const std::string& id) {
+    return db.read([&](soci::session& sql) {
+        long long b = -1;
+        sql << "SELECT balance FROM accounts WHERE id = :id", soci::use(id), soci::into(b);
+        return b;
+    });
+}
+
+void move(idem::unit_of_work& uow, long long amount) {
+    uow.sql() << "UPDATE accounts SET balance = balance - :a WHERE id = 'alice'", soci::use(amount);
+    uow.sql() << "UPDATE accounts SET balance = balance + :a WHERE id = 'bob'", soci::use(amount);
+}
+
+idem::record_key key_of(const std::string& k) { return {"bank.transfer", idem::scope::tenant("acme"), k}; }
+
+}  // namespace
+
+TEST_CASE("16 threads x 50 rounds of once on one key per round: one executed per round, balances exact") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where, {.pool_size = 8});
+        constexpr int threads = 16, rounds = 50;
+        std::atomic<int> executed{0}, replayed{0}, other{0};
+        std::barrier start(threads);
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&] {
+                for (int round = 0; round < rounds; ++round) {
+                    start.arrive_and_wait();
+                    auto e = db.once(key_of("round-" + std::to_string(round)), "fp", [&](idem::unit_of_work& uow) {
+                        move(uow, 10);
+                        return std::string("moved 10");
+                    });
+                    if (e.status() == execution_status::executed) ++executed;
+                    else if (e.status() == execution_status::replayed && e.value() == "moved 10") ++replayed;
+                    else ++other;
+                }
+            });
+        for (auto& t : pool) t.join();
+        CHECK(executed == rounds);
+        CHECK(replayed == (threads - 1) * rounds);
+        CHECK(other == 0);
+        CHECK(balance(db, "alice") == 1000000 - 10 * rounds);
+        CHECK(balance(db, "bob") == 10 * rounds);
+    }
+}
+
+TEST_CASE("once: key reused, a throw leaves nothing and the retry executes, void and integer results") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+
+        CHECK_THROWS_AS(db.once(key_of("k1"), "fp-a",
+                                [&](idem::unit_of_work& uow) -> std::string {
+                                    move(uow, 5);
+                                    throw std::runtime_error("fraud check failed");
+                                }),
+                        std::runtime_error);
+        CHECK(balance(db, "bob") == 0);
+        CHECK_FALSE(db.admin().inspect(key_of("k1").digest(), false).has_value());
+
+        auto first = db.once(key_of("k1"), "fp-a", [&](idem::unit_of_work& uow) {
+            move(uow, 5);
+            return std::string("moved 5");
+        });
+        CHECK(first.status() == execution_status::executed);
+        auto reused = db.once(key_of("k1"), "fp-b", [&](idem::unit_of_work& uow) {
+            move(uow, 7);
+            return std::string("moved 7");
+        });
+        CHECK(reused.status() == execution_status::key_reused);
+        CHECK_FALSE(reused.has_value());
+        CHECK(balance(db, "bob") == 5);
+
+        int ran = 0;
+        auto unit = [&](idem::unit_of_work& uow) {
+            ++ran;
+            move(uow, 1);
+        };
+        idem::execution<void> v1 = db.once(key_of("void"), "fp", unit);
+        idem::execution<void> v2 = db.once(key_of("void"), "fp", unit);
+        CHECK(v1.status() == execution_status::executed);
+        CHECK(v2.status() == execution_status::replayed);
+        CHECK(v2.has_value());
+        CHECK(ran == 1);
+
+        auto count = [&](idem::unit_of_work& uow) {
+            long long n = 0;
+            uow.sql() << "SELECT COUNT(*) FROM accounts", soci::into(n);
+            return n + 40;
+        };
+        CHECK(db.once(key_of("int"), "fp", count).value() == 42);
+        auto again = db.once(key_of("int"), "fp", [](idem::unit_of_work&) { return 0LL; });
+        CHECK(again.status() == execution_status::replayed);
+        CHECK(again.value() == 42);
+        CHECK(balance(db, "bob") == 6);
+    }
+}
+
+TEST_CASE("once: a struct SOCI maps is returned, stored as its row's key and replayed by reading the row") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        const bank::transfer t{"t-1", "alice", "bob", 250};
+        auto work = [&](idem::unit_of_work& uow) {
+            uow.sql() << "INSERT INTO transfers (id, from_account, to_account, amount) "
+                         "VALUES (:id, :from_account, :to_account, :amount)",
+                soci::use(t);
+            move(uow, t.amount);
+            return t;
+        };
+        auto first = db.once(key_of("t-1"), "fp", work);
+        auto replay = db.once(key_of("t-1"), "fp", work);
+        REQUIRE(replay.status() == execution_status::replayed);
+        CHECK(first.value().id == "t-1");
+        CHECK(replay.value().from == "alice");
+        CHECK(replay.value().to == "bob");
+        CHECK(replay.value().amount == 250);
+        CHECK(balance(db, "bob") == 250);
+        auto state = db.admin().inspect(key_of("t-1").digest(), true);
+        REQUIRE(state.has_value());
+        CHECK(state->payload == std::optional<std::string>("t-1"));
+
+        // The row is gone: a replay cannot make one up.
+        db.transact([](idem::unit_of_work& uow) { uow.sql() << "DELETE FROM transfers"; });
+        CHECK_THROWS_AS(db.once(key_of("t-1"), "fp", work), idem::store_error);
+    }
+}
+
+TEST_CASE("transact: commits, rolls back on a throw, and a nested call joins behind a savepoint") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        CHECK_THROWS_AS(db.transact([](idem::unit_of_work& uow) {
+            move(uow, 100);
+            throw std::runtime_error("no");
+        }),
+                        std::runtime_error);
+        CHECK(balance(db, "bob") == 0);
+
+        const long long seen = db.transact([&](idem::unit_of_work& uow) {
+            move(uow, 100);
+            CHECK_THROWS(db.transact([](idem::unit_of_work& inner) {
+                move(inner, 1);
+                throw std::runtime_error("inner fails alone");
+            }));
+            uow.savepoint([&] { move(uow, 3); });
+            // A read inside the unit of work sees its own writes: it joined the transaction.
+            return balance(db, "bob");
+        });
+        CHECK(seen == 103);
+        CHECK(balance(db, "bob") == 103);
+    }
+}
+
+TEST_CASE("a constraint violation is a typed store_error, known rolled back, and not run again") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        int runs = 0;
+        try {
+            db.transact([&](idem::unit_of_work& uow) {
+                ++runs;
+                move(uow, 1);
+                uow.sql() << "INSERT INTO accounts (id, balance) VALUES ('alice', 1)";
+            });
+            FAIL("the duplicate account was accepted");
+        } catch (const idem::store_error& e) {
+            CHECK(e.failure() == idem::store_failure::constraint);
+            CHECK(e.rolled_back());
+            CHECK_FALSE(e.is_transient());
+            // SOCI's text quotes the statement and its values: it never reaches what().
+            CHECK(std::string(e.what()).find("INSERT") == std::string::npos);
+        }
+        CHECK(runs == 1);
+        CHECK(balance(db, "bob") == 0);
+    }
+}
+
+TEST_CASE("pool exhaustion waits, then gives a typed timeout") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where, {.pool_size = 1, .acquire_timeout = 200ms});
+        std::promise<void> holding, release;
+        auto holder = std::async(std::launch::async, [&] {
+            db.read([&](soci::session&) {
+                holding.set_value();
+                release.get_future().wait();
+            });
+        });
+        holding.get_future().wait();
+        const auto started = std::chrono::steady_clock::now();
+        try {
+            (void)balance(db, "alice");
+            FAIL("a session was lent twice");
+        } catch (const idem::store_error& e) {
+            CHECK(e.failure() == idem::store_failure::timeout);
+        }
+        CHECK(std::chrono::steady_clock::now() - started >= 200ms);
+        release.set_value();
+        holder.get();
+        CHECK(balance(db, "alice") == 1000000);  // a freed session is lent again
+    }
+}
+
+TEST_CASE("SQLite: a unit of work that finds the database locked is run again and succeeds") {
+    sqlite_place where;
+    idem::database db = open_bank(where, {.attempts = 1, .backoff = 100ms, .sqlite = {.busy_timeout = 50ms}});
+    soci::session locker;
+    idem::open_sqlite_session(locker, where.url().substr(7));
+    auto hold_lock = [&](std::chrono::milliseconds for_how_long) {
+        locker << "BEGIN IMMEDIATE";
+        return std::async(std::launch::async, [&, for_how_long] {
+            std::this_thread::sleep_for(for_how_long);
+            locker << "COMMIT";
+        });
+    };
+    {
+        auto held = hold_lock(300ms);
+        try {
+            db.transact([](idem::unit_of_work& uow) { move(uow, 1); });
+            FAIL("the locked database was written");
+        } catch (const idem::store_error& e) {
+            CHECK(e.failure() == idem::store_failure::timeout);  // SQLITE_BUSY, one attempt only
+            CHECK(e.rolled_back());
+        }
+        held.get();
+    }
+    idem::database patient = idem::database::open(where.url(), {.attempts = 8, .backoff = 40ms,
+                                                                .sqlite = {.busy_timeout = 50ms}});
+    auto held = hold_lock(300ms);
+    auto e = patient.once(key_of("busy"), "fp", [](idem::unit_of_work& uow) {
+        move(uow, 2);
+        return std::string("moved 2");
+    });
+    held.get();
+    CHECK(e.status() == execution_status::executed);
+    CHECK(balance(patient, "bob") == 2);
+}
+
+TEST_CASE("options and URLs are checked before anything opens") {
+    sqlite_place where;
+    CHECK_THROWS_AS(idem::database::open(where.url(), {.pool_size = 0}), idem::options_error);
+    CHECK_THROWS_AS(idem::database::open(where.url(), {.attempts = 0}), idem::options_error);
+    CHECK_THROWS_AS(idem::database::open(where.url(), {.acquire_timeout = 0ms}), idem::options_error);
+    CHECK_THROWS_AS(idem::database::open("mysql://db/bank"), std::invalid_argument);
+    CHECK_THROWS_AS(idem::database::open("bank.txt"), std::invalid_argument);
+}
+
+#ifdef IDEM_TEST_POSTGRESQL
+
+TEST_CASE("PostgreSQL: a deadlock between two units of work is run again, and both commit") {
+    postgresql_place where;
+    idem::database db = open_bank(where, {.pool_size = 4, .attempts = 3});
+    db.transact([](idem::unit_of_work& uow) { uow.sql() << "INSERT INTO accounts (id, balance) VALUES ('carol', 0)"; });
+    std::atomic<int> runs{0};
+    std::barrier both_locked(2);
+    auto cross = [&](std::string first, std::string second) {
+        return std::async(std::launch::async, [&, first, second] {
+            db.transact([&](idem::unit_of_work& uow) {
+                const bool first_run = runs.fetch_add(1) < 2;
+                uow.sql() << "UPDATE accounts SET balance = balance + 1 WHERE id = :id", soci::use(first);
+                if (first_run) both_locked.arrive_and_wait();  // each holds one row the other wants
+                uow.sql() << "UPDATE accounts SET balance = balance + 1 WHERE id = :id", soci::use(second);
+            });
+        });
+    };
+    auto a = cross("bob", "carol");
+    auto b = cross("carol", "bob");
+    a.get();
+    b.get();
+    CHECK(runs == 3);  // the deadlock victim ran again
+    CHECK(balance(db, "bob") == 2);
+    CHECK(balance(db, "carol") == 2);
+}
+
+TEST_CASE("PostgreSQL: a COMMIT whose answer is lost is reported in doubt, never run again") {
+    postgresql_place where;
+    idem::database db = open_bank(where);
+    // COMMIT runs this deferred trigger: it tells its backend's pid, then waits, so another
+    // session can end that backend while the client waits for COMMIT's answer.
+    db.transact([](idem::unit_of_work& uow) {
+        uow.sql() << "CREATE TABLE commit_gate (pid INT)";
+        uow.sql() << "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                     "PERFORM pg_sleep(30); RETURN NULL; END $$";
+        uow.sql() << "CREATE CONSTRAINT TRIGGER slow_commit AFTER UPDATE ON accounts DEFERRABLE INITIALLY DEFERRED "
+                     "FOR EACH ROW EXECUTE FUNCTION slow_commit()";
+    });
+    int pid = 0;
+    std::atomic<int> runs{0};
+    auto victim = std::async(std::launch::async, [&] {
+        return db.once(key_of("doubt"), "fp", [&](idem::unit_of_work& uow) {
+            ++runs;
+            uow.sql() << "SELECT pg_backend_pid()", soci::into(pid);
+            move(uow, 9);
+            return std::string("moved 9");
+        });
+    });
+    soci::session admin;
+    idem::open_postgresql_session(admin, where.url());
+    // Wait until the victim's backend is inside the COMMIT's trigger, then end it.
+    for (int i = 0; i < 500; ++i) {
+        int sleeping = 0;
+        admin << "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()",
+            soci::into(sleeping);
+        if (sleeping == 1) break;
+        std::this_thread::sleep_for(20ms);
+    }
+    admin << "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'PgSleep' "
+             "AND datname = current_database()";
+    CHECK_THROWS_AS(victim.get(), idem::transaction_in_doubt);
+    CHECK(runs == 1);
+    CHECK(pid != 0);
+    // The database is usable again at once: the pool opened a new session.
+    db.transact([](idem::unit_of_work& uow) { uow.sql() << "DROP TRIGGER slow_commit ON accounts"; });
+    CHECK(balance(db, "bob") == 0);  // here the server rolled it back; a caller checks, never assumes
+}
+
+TEST_CASE("PostgreSQL: the pool reconnects after a server restart") {
+    idem::test::postgres_server server;
+    const std::string url = server.conninfo();
+    idem::database db = idem::database::open(url, {.pool_size = 4, .attempts = 3});
+    db.migrate();
+    db.transact([](idem::unit_of_work& uow) {
+        uow.sql() << "CREATE TABLE accounts (id TEXT PRIMARY KEY, balance BIGINT NOT NULL)";
+        uow.sql() << "INSERT INTO accounts (id, balance) VALUES ('alice', 100), ('bob', 0)";
+    });
+    // Every pooled session is open before the restart.
+    std::vector<std::future<void>> busy;
+    std::barrier all_in(4);
+    for (int i = 0; i < 4; ++i)
+        busy.push_back(std::async(std::launch::async, [&] { db.read([&](soci::session&) { all_in.arrive_and_wait(); }); }));
+    for (auto& f : busy) f.get();
+    server.restart();
+    auto e = db.once(key_of("after-restart"), "fp", [](idem::unit_of_work& uow) {
+        move(uow, 10);
+        return std::string("moved");
+    });
+    CHECK(e.status() == execution_status::executed);
+    for (int i = 0; i < 8; ++i) CHECK(balance(db, "bob") == 10);  // every session works again
+}
+
+#endif
