@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "idem/purge.hpp"
 #include "postgresql_pool.hpp"
 #include "sql/migrations.hpp"
 
@@ -123,14 +124,7 @@ bool postgresql_store::do_release(const record_key& key, std::string_view token)
 }
 
 std::size_t postgresql_store::do_purge_expired(std::size_t limit) {
-    std::size_t purged = 0;
-    while (purged < limit) {
-        const std::size_t batch = std::min(limit - purged, purge_step);
-        const std::size_t n = purge_batch(batch, duration::zero());
-        purged += n;
-        if (n < batch) break;
-    }
-    return purged;
+    return purge(*this, {.batch = purge_step, .max_rows = limit}).deleted;
 }
 
 reservation postgresql_store::do_try_reserve_in(transaction& tx, const record_key& key, std::string_view fingerprint,

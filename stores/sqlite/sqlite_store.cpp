@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "idem/purge.hpp"
 #include "sql/migrations.hpp"
 #include "sql/open_transactions.hpp"
 #include "sqlite_admin.hpp"
@@ -178,14 +179,7 @@ std::size_t sqlite_store::purge_batch(std::size_t limit, duration older_than) {
 // Several short batches rather than one long transaction: writers waiting for
 // the lock get it between two of them.
 std::size_t sqlite_store::do_purge_expired(std::size_t limit) {
-    std::size_t purged = 0;
-    while (purged < limit) {
-        const std::size_t batch = std::min(limit - purged, purge_batch_rows);
-        const std::size_t n = purge_batch(batch, duration::zero());
-        purged += n;
-        if (n < batch) break;
-    }
-    return purged;
+    return purge(*this, {.batch = purge_batch_rows, .max_rows = limit}).deleted;
 }
 
 reservation sqlite_store::do_try_reserve_in(transaction& tx, const record_key& key, std::string_view fingerprint,
