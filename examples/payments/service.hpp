@@ -1,15 +1,13 @@
 // The payments service: accounts, idempotent transfers and a signed provider
-// webhook, over HTTP (cpp-httplib).
+// webhook, over HTTP (cpp-httplib), on one idem::database.
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <string>
 
-#include <idem/executor.hpp>
+#include <idem/database.hpp>
 #include <idem/http/layer.hpp>
-
-#include "database.hpp"
 
 namespace httplib {
 class Server;
@@ -21,17 +19,18 @@ struct service_options {
     std::string webhook_secret;
     // Simulates a slow fraud check before each transfer, to make concurrent retries visible (409).
     std::chrono::milliseconds processing_delay{0};
+    idem::mode mode = idem::mode::enforce;
 };
 
 class service {
 public:
-    service(database& db, service_options options, std::shared_ptr<idem::telemetry_sink> telemetry);
+    service(idem::database& db, service_options options, std::shared_ptr<idem::telemetry_sink> telemetry);
     void mount(httplib::Server& server);
 
 private:
-    database& db_;
+    idem::database& db_;
     service_options options_;
-    idem::executor records_;               // the records that commit with the money
+    std::shared_ptr<idem::telemetry_sink> telemetry_;
     idem::http::idempotency_layer layer_;  // the Idempotency-Key contract in front of the endpoints
 };
 

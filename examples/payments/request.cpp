@@ -1,0 +1,51 @@
+#include "request.hpp"
+
+#include <algorithm>
+
+namespace payments {
+namespace {
+
+bool is_id(const std::string& s) {
+    return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+               c == '-';
+    });
+}
+
+}  // namespace
+
+nlohmann::json parse_object(const std::string& body, std::initializer_list<const char*> allowed) {
+    nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+    if (!j.is_object()) throw rejected(400, "Payments.MalformedBody", "the body is not a JSON object");
+    for (const auto& [name, value] : j.items())
+        if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return name == a; }))
+            throw rejected(400, "Payments.MalformedBody", "unknown field " + nlohmann::json(name).dump());
+    return j;
+}
+
+std::string id_field(const nlohmann::json& j, const char* name) {
+    if (!j.contains(name) || !j[name].is_string() || !is_id(j[name].get<std::string>()))
+        throw rejected(400, "Payments.MalformedBody",
+                       std::string(name) + " must be 1 to 64 characters of A-Z, a-z, 0-9, '_', '.' or '-'");
+    return j[name].get<std::string>();
+}
+
+long long cents_field(const nlohmann::json& j, const char* name, long long minimum, long long maximum) {
+    const std::string rule = std::string(name) + " must be an integer number of cents from " +
+                             std::to_string(minimum) + " to " + std::to_string(maximum);
+    if (!j.contains(name)) throw rejected(400, "Payments.MalformedBody", rule);
+    const auto& v = j[name];
+    // nlohmann keeps integers beyond int64 as unsigned or float: both are refused here.
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<unsigned long long>() > 0x7fffffffffffffffULL))
+        throw rejected(400, "Payments.MalformedBody", rule);
+    const long long cents = v.get<long long>();
+    if (cents < minimum || cents > maximum) throw rejected(422, "Payments.AmountOutOfRange", rule);
+    return cents;
+}
+
+std::string path_id(const std::string& text, const char* what) {
+    if (!is_id(text)) throw rejected(404, "Payments.Unknown", std::string("no such ") + what);
+    return text;
+}
+
+}  // namespace payments
