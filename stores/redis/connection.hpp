@@ -10,6 +10,7 @@
 
 #include "idem/error.hpp"
 #include "idem/redis_store.hpp"
+#include "reply.hpp"
 
 namespace idem::redis_detail {
 
@@ -45,10 +46,5 @@ private:
     redisContext* context_;
     bool broken_ = false;
 };
-
-// The first word of an error reply: "NOSCRIPT", "WRONGTYPE", "ERR"...
-[[nodiscard]] std::string_view error_code(const redisReply& r) noexcept;
-// Throws the store_error an error reply stands for; `what` says what was refused.
-[[noreturn]] void throw_reply_error(const redisReply& r, std::string_view what);
 
 }  // namespace idem::redis_detail
