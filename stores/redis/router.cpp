@@ -41,10 +41,15 @@ class backoff {
 public:
     explicit backoff(std::chrono::milliseconds budget)
         : bounded_(budget.count() > 0), deadline_(clock::now() + budget) {}
-    // False, without waiting, when the wait would pass the deadline.
+    // False, without waiting, once the deadline has passed; the last wait ends at it.
     [[nodiscard]] bool wait() {
-        if (bounded_ && clock::now() + step_ > deadline_) return false;
-        std::this_thread::sleep_for(step_);
+        auto pause = std::chrono::duration_cast<clock::duration>(step_);
+        if (bounded_) {
+            const auto left = deadline_ - clock::now();
+            if (left <= clock::duration::zero()) return false;
+            pause = std::min(pause, left);
+        }
+        std::this_thread::sleep_for(pause);
         step_ = std::min(step_ * 2, std::chrono::milliseconds(200));
         return true;
     }

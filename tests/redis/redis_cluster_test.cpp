@@ -81,6 +81,21 @@ long long calls(const test::redis_endpoint& node, const std::string& command) {
     return 0;
 }
 
+// How many `code` error replies `node` sent since it started (INFO errorstats).
+long long errors_sent(const test::redis_endpoint& node, const std::string& code) {
+    test::redis_client raw(node);
+    std::istringstream info(raw.text({"INFO", "errorstats"}));
+    const std::string prefix = "errorstat_" + code + ":count=";
+    for (std::string line; std::getline(info, line);)
+        if (line.starts_with(prefix)) return std::stoll(line.substr(prefix.size()));
+    return 0;
+}
+
+long long keys_in_slot(const test::redis_endpoint& node, int slot) {
+    test::redis_client raw(node);
+    return std::stoll(raw.text({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}));
+}
+
 std::string failure_name(store_failure f) {
     switch (f) {
         case store_failure::connection_lost: return "connection_lost";
@@ -393,17 +408,19 @@ TEST_CASE("redis cluster: a slot migrated under traffic: no duplicate owner, typ
     const auto began = clock_type::now();
     const int migrated = cluster.migrate_slot(slot, source, target, 20, [] { std::this_thread::sleep_for(20ms); });
     const auto settled = clock_type::now();
+    const long long slot_keys_when_settled = keys_in_slot(target, slot);
     std::this_thread::sleep_for(1s);
     t.stop();
 
     CHECK(migrated > 100);
     CHECK(cluster.shard_of(slot).master.port == target.port);
-    test::redis_client on_source(source), on_target(target);
-    CHECK(on_source.text({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) == "0");
-    CHECK(std::stoi(on_target.text({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)})) >= migrated);
-    // New keys of the slot went to the target while it moved: ASK was followed.
+    CHECK(keys_in_slot(source, slot) == 0);
+    CHECK(slot_keys_when_settled >= migrated);
+    // New keys of the slot went to the target while it moved (ASK followed), and after (MOVED followed).
     const long long asking = calls(target, "asking") - asking_before;
     CHECK(asking > 0);
+    CHECK(errors_sent(source, "MOVED") > 0);
+    CHECK(keys_in_slot(target, slot) > slot_keys_when_settled);
     check_no_duplicate_and_resumed(t, settled);
     const auto during = t.errors_since(began);
     MESSAGE("slot " << slot << ": " << migrated << " keys migrated in "
@@ -429,6 +446,7 @@ TEST_CASE("redis cluster: a master failed over under traffic: no duplicate owner
     const auto began = clock_type::now();
     cluster.fail_over(before.replicas.front());
     const auto settled = clock_type::now();
+    const long long slot_keys_when_settled = keys_in_slot(before.replicas.front(), slot);
     std::this_thread::sleep_for(1s);
     t.stop();
 
@@ -436,9 +454,75 @@ TEST_CASE("redis cluster: a master failed over under traffic: no duplicate owner
     CHECK(after.master.port == before.replicas.front().port);
     REQUIRE(after.replicas.size() == 1);
     CHECK(after.replicas.front().port == before.master.port);
+    // The demoted master redirected the store, which then kept adding keys on the new one.
+    const long long moved = errors_sent(before.master, "MOVED");
+    CHECK(moved > 0);
+    CHECK(keys_in_slot(after.master, slot) > slot_keys_when_settled);
     check_no_duplicate_and_resumed(t, settled);
     MESSAGE("master :" << before.master.port << " failed over to :" << after.master.port << " in "
                        << std::chrono::duration_cast<std::chrono::milliseconds>(settled - began).count() << " ms under "
-                       << t.keys() << " keys of traffic; errors meanwhile: " << describe(t.errors_since(began)) << "\n"
+                       << t.keys() << " keys of traffic; MOVED x" << moved
+                       << " from the old master; errors meanwhile: " << describe(t.errors_since(began)) << "\n"
                        << t.first_errors());
+}
+
+TEST_CASE("redis cluster: CLUSTERDOWN is retried with backoff within command_timeout, then a transient error") {
+    auto& cluster = shared_cluster();
+    const std::string tag = "down-" + fresh_namespace();
+    const int slot = hash_slot(tag);
+    const auto master = cluster.shard_of(slot).master;
+    auto options = cluster_options(cluster);
+    options.command_timeout = 3s;
+    redis_store store(options);
+    store.ping();
+    const std::string name_space = "orders{" + tag + "}";
+    REQUIRE(store.try_reserve(record_key(name_space, "before"), "fp", 1min).status == status::reserved);
+
+    // The master stops claiming the slot: with full coverage required it answers CLUSTERDOWN to everything.
+    test::redis_client raw(master);
+    REQUIRE(raw.text({"CLUSTER", "DELSLOTS", std::to_string(slot)}) == "OK");
+    const auto wait_for_down = [&] {
+        while (raw.text({"CLUSTER", "INFO"}).find("cluster_state:fail") == std::string::npos)
+            std::this_thread::sleep_for(10ms);
+    };
+    wait_for_down();
+    const long long down_before = errors_sent(master, "CLUSTERDOWN");
+    std::jthread restore([&] {
+        std::this_thread::sleep_for(500ms);
+        test::redis_client admin(master);
+        (void)admin.text({"CLUSTER", "ADDSLOTS", std::to_string(slot)});
+    });
+    const auto started = clock_type::now();
+    CHECK(store.try_reserve(record_key(name_space, "while-down"), "fp", 1min).status == status::reserved);
+    const auto waited = clock_type::now() - started;
+    restore.join();
+    const long long retried = errors_sent(master, "CLUSTERDOWN") - down_before;
+    CHECK(waited >= 400ms);
+    CHECK(retried >= 2);
+
+    // Down for longer than the call's budget: a transient store_error naming CLUSTERDOWN.
+    cluster.wait_until_settled();
+    auto short_budget = options;
+    short_budget.command_timeout = 300ms;
+    redis_store impatient(short_budget);
+    impatient.ping();
+    REQUIRE(raw.text({"CLUSTER", "DELSLOTS", std::to_string(slot)}) == "OK");
+    wait_for_down();
+    const auto gave_up_at = clock_type::now();
+    const auto e = caught_store_error([&] { (void)impatient.try_reserve(record_key(name_space, "given-up"), "fp", 1min); });
+    const auto gave_up_after = clock_type::now() - gave_up_at;
+    CHECK(e.is_transient());
+    CHECK(e.failure() == store_failure::timeout);
+    CHECK(e.native_code() == "CLUSTERDOWN");
+    CHECK(gave_up_after >= 300ms);
+    CHECK(gave_up_after < 1s);
+    REQUIRE(raw.text({"CLUSTER", "ADDSLOTS", std::to_string(slot)}) == "OK");
+    cluster.wait_until_settled();
+    CHECK(impatient.try_reserve(record_key(name_space, "given-up"), "fp", 1min).status == status::reserved);
+    CHECK(store.try_reserve(record_key(name_space, "before"), "fp", 1min).status == status::in_flight);
+    MESSAGE("down for " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
+                        << " ms: the call waited and succeeded after " << retried << " CLUSTERDOWN replies; with a "
+                        << "300 ms budget it gave up after "
+                        << std::chrono::duration_cast<std::chrono::milliseconds>(gave_up_after).count() << " ms: "
+                        << std::string(e.what()));
 }
