@@ -33,6 +33,8 @@ std::string_view hash_tag(std::string_view key) noexcept {
     return key.substr(open + 1, close - open - 1);
 }
 
-std::uint16_t hash_slot(std::string_view key) noexcept { return crc16(hash_tag(key)) % slot_count; }
+std::uint16_t hash_slot(std::string_view key) noexcept {
+    return crc16(hash_tag(key)) % slot_count;
+}
 
 }  // namespace idem::redis_detail

@@ -132,8 +132,10 @@ std::vector<slot_range> parse_cluster_slots(const redisReply& r, const node_addr
             throw_slots("a master without host and port");
         const std::string_view host(master.element[0]->str, master.element[0]->len);
         if (host == "?") continue;
-        ranges.push_back({first, last,
-                          {host.empty() ? asked.host : std::string(host), static_cast<int>(master.element[1]->integer)}});
+        ranges.push_back(
+            {first,
+             last,
+             {host.empty() ? asked.host : std::string(host), static_cast<int>(master.element[1]->integer)}});
     }
     return ranges;
 }

@@ -150,10 +150,10 @@ reply router::run_clustered(std::span<std::string_view> args, const script& s, s
             auto redirect = parse_redirection({answer->str, answer->len});
             if (!redirect) throw_reply_error(*answer, "server error");
             if (++redirects > max_redirects)
-                throw store_error(store_failure::timeout,
-                                  "slot " + std::to_string(slot) + " kept moving: " + std::to_string(max_redirects) +
-                                      " redirections",
-                                  std::string(code));
+                throw store_error(
+                    store_failure::timeout,
+                    "slot " + std::to_string(slot) + " kept moving: " + std::to_string(max_redirects) + " redirections",
+                    std::string(code));
             if (redirect->to.host.empty()) redirect->to.host = r.to->address.host;
             if (redirect->ask)
                 ask_to = &node_at(redirect->to);

@@ -1,6 +1,7 @@
 // The Redis store on a real Redis Cluster: 3 masters and 3 replicas this process starts.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -15,6 +16,7 @@
 
 #include "child_process.hpp"
 #include "free_port.hpp"
+#include "temp_dir.hpp"
 #include "hash_slot.hpp"
 #include "helpers.hpp"
 #include "idem/redis_store.hpp"
@@ -98,13 +100,20 @@ long long keys_in_slot(const test::redis_endpoint& node, int slot) {
 
 std::string failure_name(store_failure f) {
     switch (f) {
-        case store_failure::connection_lost: return "connection_lost";
-        case store_failure::timeout: return "timeout";
-        case store_failure::conflict: return "conflict";
-        case store_failure::corrupt_record: return "corrupt_record";
-        case store_failure::unsupported: return "unsupported";
-        case store_failure::schema: return "schema";
-        case store_failure::other: return "other";
+        case store_failure::connection_lost:
+            return "connection_lost";
+        case store_failure::timeout:
+            return "timeout";
+        case store_failure::conflict:
+            return "conflict";
+        case store_failure::corrupt_record:
+            return "corrupt_record";
+        case store_failure::unsupported:
+            return "unsupported";
+        case store_failure::schema:
+            return "schema";
+        case store_failure::other:
+            return "other";
     }
     return "?";
 }
@@ -171,8 +180,9 @@ public:
             if (winners_[static_cast<std::size_t>(k)] != 1 || failed_[static_cast<std::size_t>(k)]) continue;
             const auto r = store_.try_reserve(key(k), "fp", 5min);
             if (r.status == status::completed && r.payload != payload(k)) ++seen["wrong payload"];
-            ++seen[r.status == status::reserved ? "reserved again" : r.status == status::completed ? "completed"
-                                                                                                  : "in flight"];
+            ++seen[r.status == status::reserved    ? "reserved again"
+                   : r.status == status::completed ? "completed"
+                                                   : "in flight"];
         }
         return seen;
     }
@@ -270,8 +280,8 @@ TEST_CASE("redis cluster: each key is on the master owning its slot; a hash tag 
 
     auto& cluster = shared_cluster();
     // The first node named is not there: the next one answers.
-    const auto store_ptr = make_cluster_store({{"127.0.0.1", test::free_loopback_port()},
-                                               {"127.0.0.1", cluster.nodes()[3].port}});
+    const auto store_ptr =
+        make_cluster_store({{"127.0.0.1", test::free_loopback_port()}, {"127.0.0.1", cluster.nodes()[3].port}});
     redis_store& store = *store_ptr;
 
     const auto shards = cluster.shards(cluster.nodes().front());
@@ -327,7 +337,7 @@ TEST_CASE("redis cluster: each key is on the master owning its slot; a hash tag 
     CHECK(unsupported > 5);
 }
 
-TEST_CASE("redis cluster: 4 processes x 16 threads racing on 2000 keys over every master get exactly one reserved each") {
+TEST_CASE("redis cluster: 4 processes x 16 threads race on 2000 keys over every master: one reserved per key") {
     auto& cluster = shared_cluster();
     const std::string name_space = fresh_namespace();
     constexpr int processes = 4;
@@ -336,8 +346,10 @@ TEST_CASE("redis cluster: 4 processes x 16 threads racing on 2000 keys over ever
     std::vector<std::unique_ptr<test::child_process>> workers;
     for (int p = 0; p < processes; ++p) {
         test::spawn_options spawn;
-        spawn.argv = {IDEM_REDIS_WORKER, "spread", "127.0.0.1", std::to_string(cluster.nodes()[p].port), name_space,
-                      std::to_string(threads), std::to_string(keys)};
+        spawn.argv = {IDEM_REDIS_WORKER,   "spread",
+                      "127.0.0.1",         std::to_string(cluster.nodes()[p].port),
+                      name_space,          std::to_string(threads),
+                      std::to_string(keys)};
         spawn.pipe_stdin = true;
         spawn.pipe_stdout = true;
         workers.push_back(std::make_unique<test::child_process>(std::move(spawn)));
@@ -509,7 +521,8 @@ TEST_CASE("redis cluster: CLUSTERDOWN is retried with backoff within command_tim
     REQUIRE(raw.text({"CLUSTER", "DELSLOTS", std::to_string(slot)}) == "OK");
     wait_for_down();
     const auto gave_up_at = clock_type::now();
-    const auto e = caught_store_error([&] { (void)impatient.try_reserve(record_key(name_space, "given-up"), "fp", 1min); });
+    const auto e =
+        caught_store_error([&] { (void)impatient.try_reserve(record_key(name_space, "given-up"), "fp", 1min); });
     const auto gave_up_after = clock_type::now() - gave_up_at;
     CHECK(e.is_transient());
     CHECK(e.failure() == store_failure::timeout);
@@ -523,6 +536,45 @@ TEST_CASE("redis cluster: CLUSTERDOWN is retried with backoff within command_tim
     MESSAGE("down for " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
                         << " ms: the call waited and succeeded after " << retried << " CLUSTERDOWN replies; with a "
                         << "300 ms budget it gave up after "
-                        << std::chrono::duration_cast<std::chrono::milliseconds>(gave_up_after).count() << " ms: "
-                        << std::string(e.what()));
+                        << std::chrono::duration_cast<std::chrono::milliseconds>(gave_up_after).count()
+                        << " ms: " << std::string(e.what()));
+}
+
+TEST_CASE("redis cluster: its nodes run as the unprivileged user; a SIGKILLed test leaves no node and no folder") {
+    test::spawn_options spawn;
+    spawn.argv = {IDEM_REDIS_WORKER, "hold-cluster"};
+    spawn.pipe_stdin = true;
+    spawn.pipe_stdout = true;
+    test::child_process holder(std::move(spawn));
+    std::vector<std::pair<pid_t, std::string>> nodes;
+    for (int i = 0; i < 6; ++i) {
+        const auto line = holder.read_line(60s);
+        REQUIRE(line.has_value());
+        std::istringstream fields(*line);
+        int port = 0;
+        pid_t pid = 0;
+        std::string dir;
+        fields >> port >> pid >> dir;
+        REQUIRE(std::filesystem::is_regular_file(std::filesystem::path(dir) / "nodes.conf"));
+        CHECK(test::redis_client(test::redis_endpoint{"127.0.0.1", port}).text({"CLUSTER", "INFO"}).find(
+                  "cluster_state:ok") != std::string::npos);
+        struct stat process{};
+        REQUIRE(stat(("/proc/" + std::to_string(pid)).c_str(), &process) == 0);
+        CHECK(process.st_uid == test::server_user::get().uid);
+        nodes.emplace_back(pid, dir);
+    }
+
+    holder.signal(SIGKILL);
+    holder.reap();
+    const auto all_gone = [&] {
+        return std::all_of(nodes.begin(), nodes.end(), [](const auto& node) {
+            return test::process_gone(node.first) && !std::filesystem::exists(node.second);
+        });
+    };
+    const auto deadline = clock_type::now() + 5s;
+    while (!all_gone() && clock_type::now() < deadline) std::this_thread::sleep_for(10ms);
+    for (const auto& [pid, dir] : nodes) {
+        CHECK(test::process_gone(pid));
+        CHECK_FALSE(std::filesystem::exists(dir));
+    }
 }

@@ -43,10 +43,10 @@ TEST_CASE("redis hash slot: CRC16-XMODEM of the hash tag, as the cluster specifi
 
     CHECK(hash_tag("{user1000}.following") == "user1000");
     CHECK(hash_slot("{user1000}.following") == hash_slot("{user1000}.followers"));
-    CHECK(hash_tag("foo{}{bar}") == "foo{}{bar}");  // an empty tag: the whole key
-    CHECK(hash_tag("foo{{bar}}zap") == "{bar");      // from the first '{' to the next '}'
-    CHECK(hash_tag("foo{bar}{zap}") == "bar");       // only the first tag
-    CHECK(hash_tag("no}tag{here") == "no}tag{here"); // a '{' never closed
+    CHECK(hash_tag("foo{}{bar}") == "foo{}{bar}");    // an empty tag: the whole key
+    CHECK(hash_tag("foo{{bar}}zap") == "{bar");       // from the first '{' to the next '}'
+    CHECK(hash_tag("foo{bar}{zap}") == "bar");        // only the first tag
+    CHECK(hash_tag("no}tag{here") == "no}tag{here");  // a '{' never closed
     CHECK(hash_tag(std::string_view("a{\0b}c", 6)) == std::string_view("\0b", 2));
 
     // A record key's storage key: a tag in the namespace or key decides its slot.
@@ -72,18 +72,18 @@ TEST_CASE("redis replies: MOVED and ASK name the slot and node; anything else is
     CHECK(parse_redirection("ASK 0 fe80::1:7000")->to == node_address{"fe80::1", 7000});
     CHECK(parse_redirection("MOVED 12 :6380")->to == node_address{"", 6380});  // the sender's own host
 
-    for (const std::string_view bad : {"", "MOVED", "MOVED 1", "MOVED 1 host", "MOVED 16384 h:1", "MOVED -1 h:1",
-                                       "MOVED x h:1", "MOVED 1 h:0", "MOVED 1 h:65536", "MOVED 1 h:12x",
-                                       "ERR MOVED 1 h:1", "TRYAGAIN Multiple keys", "moved 1 h:1"})
+    for (const std::string_view bad :
+         {"", "MOVED", "MOVED 1", "MOVED 1 host", "MOVED 16384 h:1", "MOVED -1 h:1", "MOVED x h:1", "MOVED 1 h:0",
+          "MOVED 1 h:65536", "MOVED 1 h:12x", "ERR MOVED 1 h:1", "TRYAGAIN Multiple keys", "moved 1 h:1"})
         CHECK_FALSE_MESSAGE(parse_redirection(bad).has_value(), bad);
 }
 
 TEST_CASE("redis replies: CLUSTER SLOTS gives each range its master; malformed replies are typed errors") {
     const auto ranges = parse_cluster_slots(*parse("*3\r\n"
-                                                  "*4\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$2\r\nid\r\n"
-                                                  "*3\r\n$9\r\n127.0.0.1\r\n:7003\r\n$2\r\nid\r\n"
-                                                  "*3\r\n:5461\r\n:10922\r\n*2\r\n$0\r\n\r\n:7001\r\n"
-                                                  "*3\r\n:10923\r\n:16383\r\n*2\r\n$1\r\n?\r\n:7002\r\n"),
+                                                   "*4\r\n:0\r\n:5460\r\n*3\r\n$9\r\n127.0.0.1\r\n:7000\r\n$2\r\nid\r\n"
+                                                   "*3\r\n$9\r\n127.0.0.1\r\n:7003\r\n$2\r\nid\r\n"
+                                                   "*3\r\n:5461\r\n:10922\r\n*2\r\n$0\r\n\r\n:7001\r\n"
+                                                   "*3\r\n:10923\r\n:16383\r\n*2\r\n$1\r\n?\r\n:7002\r\n"),
                                             {"10.0.0.9", 7009});
     REQUIRE(ranges.size() == 2);  // the range whose master's endpoint is unknown ("?") is left out
     CHECK(ranges[0].first == 0);
@@ -93,19 +93,20 @@ TEST_CASE("redis replies: CLUSTER SLOTS gives each range its master; malformed r
     CHECK(ranges[1].last == 10922);
     CHECK(ranges[1].master == node_address{"10.0.0.9", 7001});  // empty host: the node asked
 
-    for (const std::string_view bad : {
-             ":1\r\n",                                                     // not an array
-             "*1\r\n*2\r\n:0\r\n:1\r\n",                                   // no master
-             "*1\r\n*3\r\n:0\r\n:16384\r\n*2\r\n$1\r\nh\r\n:1\r\n",       // slot out of range
-             "*1\r\n*3\r\n:9\r\n:1\r\n*2\r\n$1\r\nh\r\n:1\r\n",           // ends before it starts
-             "*1\r\n*3\r\n:0\r\n:1\r\n*2\r\n:1\r\n:1\r\n",                // host not a string
-             "*1\r\n*3\r\n:0\r\n:1\r\n*2\r\n$1\r\nh\r\n:0\r\n",           // port 0
-             "*1\r\n*3\r\n$1\r\n0\r\n:1\r\n*2\r\n$1\r\nh\r\n:1\r\n"})     // slot as a string
-        CHECK_MESSAGE(caught_store_error([&] { (void)parse_cluster_slots(*parse(bad), {"h", 1}); }).failure() ==
-                          store_failure::other,
+    for (const std::string_view bad : {":1\r\n",                                               // not an array
+                                       "*1\r\n*2\r\n:0\r\n:1\r\n",                             // no master
+                                       "*1\r\n*3\r\n:0\r\n:16384\r\n*2\r\n$1\r\nh\r\n:1\r\n",  // slot out of range
+                                       "*1\r\n*3\r\n:9\r\n:1\r\n*2\r\n$1\r\nh\r\n:1\r\n",      // ends before it starts
+                                       "*1\r\n*3\r\n:0\r\n:1\r\n*2\r\n:1\r\n:1\r\n",           // host not a string
+                                       "*1\r\n*3\r\n:0\r\n:1\r\n*2\r\n$1\r\nh\r\n:0\r\n",      // port 0
+                                       "*1\r\n*3\r\n$1\r\n0\r\n:1\r\n*2\r\n$1\r\nh\r\n:1\r\n"})  // slot as a string
+        CHECK_MESSAGE(caught_store_error([&] {
+                          (void)parse_cluster_slots(*parse(bad), {"h", 1});
+                      }).failure() == store_failure::other,
                       bad);
-    const auto refused = caught_store_error(
-        [&] { (void)parse_cluster_slots(*parse("-ERR This instance has cluster support disabled\r\n"), {"h", 1}); });
+    const auto refused = caught_store_error([&] {
+        (void)parse_cluster_slots(*parse("-ERR This instance has cluster support disabled\r\n"), {"h", 1});
+    });
     CHECK(refused.failure() == store_failure::other);
     CHECK(refused.native_code() == "ERR");
 }
@@ -124,26 +125,28 @@ TEST_CASE("redis replies: the scripts' answers decode to reservations; any other
     CHECK(decode_release(*parse(":1\r\n")));
     CHECK_FALSE(decode_release(*parse(":0\r\n")));
 
-    for (const std::string_view bad : {"*1\r\n:4\r\n", "*0\r\n", ":0\r\n", "*1\r\n$1\r\n0\r\n", "*1\r\n:9\r\n",
-                                       "*2\r\n:2\r\n:5\r\n", "*2\r\n:0\r\n:0\r\n", "*1\r\n:2\r\n", "$-1\r\n",
-                                       "+OK\r\n", "*3\r\n:2\r\n$1\r\np\r\n$1\r\nq\r\n"})
+    for (const std::string_view bad :
+         {"*1\r\n:4\r\n", "*0\r\n", ":0\r\n", "*1\r\n$1\r\n0\r\n", "*1\r\n:9\r\n", "*2\r\n:2\r\n:5\r\n",
+          "*2\r\n:0\r\n:0\r\n", "*1\r\n:2\r\n", "$-1\r\n", "+OK\r\n", "*3\r\n:2\r\n$1\r\np\r\n$1\r\nq\r\n"})
         CHECK_MESSAGE(caught_store_error([&] { (void)decode_reserve(*parse(bad), "tok"); }).failure() ==
                           store_failure::corrupt_record,
                       bad);
     for (const std::string_view bad : {":2\r\n", ":-1\r\n", "*1\r\n:1\r\n", "$1\r\n1\r\n", "$-1\r\n"})
-        CHECK_MESSAGE(caught_store_error([&] { (void)decode_complete(*parse(bad)); }).failure() ==
-                          store_failure::corrupt_record,
-                      bad);
+        CHECK_MESSAGE(
+            caught_store_error([&] { (void)decode_complete(*parse(bad)); }).failure() == store_failure::corrupt_record,
+            bad);
     CHECK(caught_store_error([&] { (void)decode_release(*parse(":2\r\n")); }).failure() ==
           store_failure::corrupt_record);
 
     // Error replies keep their code; a slot on the move is transient.
-    const auto moving = caught_store_error([&] { (void)decode_complete(*parse("-TRYAGAIN Multiple keys request\r\n")); });
+    const auto moving =
+        caught_store_error([&] { (void)decode_complete(*parse("-TRYAGAIN Multiple keys request\r\n")); });
     CHECK(moving.failure() == store_failure::timeout);
     CHECK(moving.is_transient());
     CHECK(moving.native_code() == "TRYAGAIN");
-    CHECK(caught_store_error([&] { (void)decode_reserve(*parse("-CLUSTERDOWN The cluster is down\r\n"), "t"); })
-              .is_transient());
+    CHECK(caught_store_error([&] {
+              (void)decode_reserve(*parse("-CLUSTERDOWN The cluster is down\r\n"), "t");
+          }).is_transient());
     CHECK(caught_store_error([&] { (void)decode_release(*parse("-WRONGTYPE Operation\r\n")); }).failure() ==
           store_failure::corrupt_record);
     CHECK(caught_store_error([&] { (void)decode_reserve(*parse("-MOVED 1 h:1\r\n"), "t"); }).failure() ==

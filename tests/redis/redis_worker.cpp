@@ -9,6 +9,8 @@
 //       t * KEYS / THREADS; then prints "errors E" and "reserved I J ..." (the keys it won).
 //   redis_worker hold-server
 //       starts a throwaway redis-server, prints "PORT PID DIR" and waits to be killed.
+//   redis_worker hold-cluster
+//       starts a throwaway Redis Cluster, prints "PORT PID DIR" for each of its 6 nodes and waits.
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "idem/redis_store.hpp"
+#include "redis_cluster.hpp"
 #include "redis_server.hpp"
 
 namespace {
@@ -117,6 +120,19 @@ int hold_server() {
     return 0;
 }
 
+int hold_cluster() {
+    idem::test::redis_cluster cluster;
+    for (std::size_t i = 0; i < cluster.nodes().size(); ++i) {
+        auto& server = cluster.server(i);
+        std::cout << server.port() << ' ' << server.process().pid() << ' ' << server.process().dir().string() << '\n';
+    }
+    std::cout << std::flush;
+    std::string ignored;
+    while (std::getline(std::cin, ignored)) {
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -127,11 +143,12 @@ int main(int argc, char** argv) {
         if (args.size() == 6 && args[0] == "spread")
             return spread(args[1], std::stoi(args[2]), args[3], std::stoi(args[4]), std::stoi(args[5]));
         if (args.size() == 1 && args[0] == "hold-server") return hold_server();
+        if (args.size() == 1 && args[0] == "hold-cluster") return hold_cluster();
     } catch (const std::exception& e) {
         std::cerr << "redis_worker: " << e.what() << '\n';
         return 1;
     }
     std::cerr << "usage: redis_worker race HOST PORT NAMESPACE THREADS | redis_worker spread HOST PORT NAMESPACE "
-                 "THREADS KEYS | redis_worker hold-server\n";
+                 "THREADS KEYS | redis_worker hold-server | redis_worker hold-cluster\n";
     return 2;
 }

@@ -18,9 +18,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string address(const redis_endpoint& at) { return at.host + ":" + std::to_string(at.port); }
+std::string address(const redis_endpoint& at) {
+    return at.host + ":" + std::to_string(at.port);
+}
 
-std::string text_of(const redisReply& r) { return {r.str, r.len}; }
+std::string text_of(const redisReply& r) {
+    return {r.str, r.len};
+}
 
 // Runs `command` on `at` and returns its text; throws on an error reply.
 std::string checked(const redis_endpoint& at, std::initializer_list<std::string_view> command) {
@@ -52,10 +56,8 @@ bool same_masters(const std::vector<redis_cluster::shard>& a, const std::vector<
 redis_cluster::redis_cluster(int masters) {
     for (int i = 0; i < 2 * masters; ++i)
         servers_.push_back(std::make_unique<redis_server>(std::vector<std::string>{
-            "--cluster-enabled", "yes",
-            "--cluster-config-file", "nodes.conf",
-            "--cluster-port", std::to_string(free_loopback_port()),
-            "--cluster-node-timeout", "3000"}));
+            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port",
+            std::to_string(free_loopback_port()), "--cluster-node-timeout", "3000"}));
 
     spawn_options create;
     create.argv = {IDEM_REDIS_CLI, "--cluster", "create"};
@@ -88,8 +90,10 @@ std::vector<redis_cluster::shard> redis_cluster::shards(const redis_endpoint& as
     };
     for (std::size_t i = 0; i < r->elements; ++i) {
         const redisReply& range = *r->element[i];
-        shard s{static_cast<int>(range.element[0]->integer), static_cast<int>(range.element[1]->integer),
-                endpoint_of(*range.element[2]), {}};
+        shard s{static_cast<int>(range.element[0]->integer),
+                static_cast<int>(range.element[1]->integer),
+                endpoint_of(*range.element[2]),
+                {}};
         for (std::size_t j = 3; j < range.elements; ++j) s.replicas.push_back(endpoint_of(*range.element[j]));
         all.push_back(std::move(s));
     }
@@ -103,7 +107,9 @@ redis_cluster::shard redis_cluster::shard_of(int slot) const {
     throw std::runtime_error("redis cluster: no master serves slot " + std::to_string(slot));
 }
 
-std::string redis_cluster::node_id(const redis_endpoint& node) const { return checked(node, {"CLUSTER", "MYID"}); }
+std::string redis_cluster::node_id(const redis_endpoint& node) const {
+    return checked(node, {"CLUSTER", "MYID"});
+}
 
 int redis_cluster::migrate_slot(int slot, const redis_endpoint& from, const redis_endpoint& to, int batch,
                                 const std::function<void()>& between_batches) {
@@ -140,11 +146,17 @@ int redis_cluster::migrate_slot(int slot, const redis_endpoint& from, const redi
 }
 
 void redis_cluster::fail_over(const redis_endpoint& replica) {
-    wait_for([&] { return checked(replica, {"INFO", "replication"}).find("master_link_status:up") != std::string::npos; },
-             10s, "the replica did not reach its master");
+    wait_for(
+        [&] {
+            return checked(replica, {"INFO", "replication"}).find("master_link_status:up") != std::string::npos;
+        },
+        10s, "the replica did not reach its master");
     (void)checked(replica, {"CLUSTER", "FAILOVER"});
-    wait_for([&] { return checked(replica, {"INFO", "replication"}).find("role:master") != std::string::npos; }, 20s,
-             "the replica did not take over");
+    wait_for(
+        [&] {
+            return checked(replica, {"INFO", "replication"}).find("role:master") != std::string::npos;
+        },
+        20s, "the replica did not take over");
     wait_until_settled();
 }
 

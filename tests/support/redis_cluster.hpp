@@ -34,6 +34,8 @@ public:
     explicit redis_cluster(int masters = 3);
 
     [[nodiscard]] std::vector<redis_endpoint> nodes() const;
+    // The server behind nodes()[i].
+    [[nodiscard]] redis_server& server(std::size_t i) { return *servers_.at(i); }
     // The slot ranges as `asked` sees them (CLUSTER SLOTS).
     [[nodiscard]] std::vector<shard> shards(const redis_endpoint& asked) const;
     [[nodiscard]] shard shard_of(int slot) const;
