@@ -54,8 +54,9 @@ std::string_view error_code(const redisReply& r) noexcept {
 store_failure failure_of(std::string_view code) noexcept {
     if (code == "WRONGTYPE") return store_failure::corrupt_record;
     // The server is there but cannot answer yet: loading its data, running a slow script,
-    // failing over, or a slot moving between cluster nodes.
-    if (code == "LOADING" || code == "BUSY" || code == "TRYAGAIN" || code == "MASTERDOWN" || code == "CLUSTERDOWN")
+    // failing over (READONLY: a master demoted to replica), or a slot moving between cluster nodes.
+    if (code == "LOADING" || code == "BUSY" || code == "TRYAGAIN" || code == "MASTERDOWN" || code == "CLUSTERDOWN" ||
+        code == "READONLY")
         return store_failure::timeout;
     // A cluster node answered a client that does not follow redirections (a standalone store).
     if (code == "MOVED" || code == "ASK" || code == "CROSSSLOT") return store_failure::unsupported;

@@ -19,7 +19,7 @@ namespace idem::redis_detail {
 
 // The first word of an error reply: "NOSCRIPT", "WRONGTYPE", "MOVED", "ERR"...
 [[nodiscard]] std::string_view error_code(const redisReply& r) noexcept;
-// What an error code means to a caller (TRYAGAIN and CLUSTERDOWN: timeout, transient).
+// What an error code means to a caller (TRYAGAIN, CLUSTERDOWN, READONLY: timeout, transient).
 [[nodiscard]] store_failure failure_of(std::string_view code) noexcept;
 // Throws the store_error an error reply stands for; `what` says what was refused.
 [[noreturn]] void throw_reply_error(const redisReply& r, std::string_view what);

@@ -33,6 +33,8 @@ reply send_script(connection& c, std::span<std::string_view> args, const script&
         args[0] = "EVALSHA";
         args[1] = s.sha1;
     }
+    // A master demoted to replica (a Sentinel failover): a new connection may reach the new master.
+    if (r->type == REDIS_REPLY_ERROR && error_code(*r) == "READONLY") c.discard();
     return r;
 }
 
