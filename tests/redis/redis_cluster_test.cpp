@@ -16,11 +16,11 @@
 
 #include "child_process.hpp"
 #include "free_port.hpp"
-#include "temp_dir.hpp"
 #include "hash_slot.hpp"
 #include "helpers.hpp"
 #include "idem/redis_store.hpp"
 #include "redis_cluster.hpp"
+#include "temp_dir.hpp"
 
 using namespace idem;
 using namespace std::chrono_literals;
@@ -140,9 +140,10 @@ public:
         return {namespaces_[static_cast<std::size_t>(k) % namespaces_.size()], "k" + std::to_string(k)};
     }
     [[nodiscard]] int keys() const { return std::min(max_keys, (next_call_.load() + contenders - 1) / contenders); }
-    [[nodiscard]] int duplicates() const {
+    // Keys won more than once, among the first `below`.
+    [[nodiscard]] int duplicates(int below = max_keys) const {
         int n = 0;
-        for (int k = 0; k < keys(); ++k) n += winners_[static_cast<std::size_t>(k)] > 1 ? 1 : 0;
+        for (int k = 0; k < std::min(keys(), below); ++k) n += winners_[static_cast<std::size_t>(k)] > 1 ? 1 : 0;
         return n;
     }
     // Keys no call failed on that nobody won: a reserve that was lost.
@@ -172,11 +173,11 @@ public:
         return messages_;
     }
 
-    // Every key won by one call and never failed on is still there: in flight, or completed
-    // with its own payload. A reserve now would be a second owner.
-    [[nodiscard]] std::map<std::string, int> sweep() {
+    // Every key won by one call and never failed on (among the first `below`) is still there:
+    // in flight, or completed with its own payload. A reserve now would be a second owner.
+    [[nodiscard]] std::map<std::string, int> sweep(int below = max_keys) {
         std::map<std::string, int> seen;
-        for (int k = 0; k < keys(); ++k) {
+        for (int k = 0; k < std::min(keys(), below); ++k) {
             if (winners_[static_cast<std::size_t>(k)] != 1 || failed_[static_cast<std::size_t>(k)]) continue;
             const auto r = store_.try_reserve(key(k), "fp", 5min);
             if (r.status == status::completed && r.payload != payload(k)) ++seen["wrong payload"];
@@ -556,9 +557,10 @@ TEST_CASE("redis cluster: its nodes run as the unprivileged user; a SIGKILLed te
         std::string dir;
         fields >> port >> pid >> dir;
         REQUIRE(std::filesystem::is_regular_file(std::filesystem::path(dir) / "nodes.conf"));
-        CHECK(test::redis_client(test::redis_endpoint{"127.0.0.1", port}).text({"CLUSTER", "INFO"}).find(
-                  "cluster_state:ok") != std::string::npos);
-        struct stat process{};
+        CHECK(test::redis_client(test::redis_endpoint{"127.0.0.1", port})
+                  .text({"CLUSTER", "INFO"})
+                  .find("cluster_state:ok") != std::string::npos);
+        struct stat process {};
         REQUIRE(stat(("/proc/" + std::to_string(pid)).c_str(), &process) == 0);
         CHECK(process.st_uid == test::server_user::get().uid);
         nodes.emplace_back(pid, dir);
@@ -577,4 +579,56 @@ TEST_CASE("redis cluster: its nodes run as the unprivileged user; a SIGKILLed te
         CHECK(test::process_gone(pid));
         CHECK_FALSE(std::filesystem::exists(dir));
     }
+}
+
+TEST_CASE("redis cluster: a master SIGKILLed under traffic: typed errors until its replica takes over, then service") {
+    test::redis_cluster cluster;
+    const std::string tag = "killed";
+    const int slot = hash_slot(tag);
+    const auto before = cluster.shard_of(slot);
+    std::size_t killed = 0;
+    while (cluster.nodes()[killed].port != before.master.port) ++killed;
+
+    auto options = cluster_options(cluster);
+    redis_store store(options);
+    store.ping();
+    traffic t(store, {"orders{" + tag + "}", fresh_namespace()}, 12);
+    std::this_thread::sleep_for(1s);
+    // Replication is asynchronous: only keys reserved well before the kill must have reached the replica.
+    const int replicated = t.keys();
+    std::this_thread::sleep_for(1s);
+
+    const auto began = clock_type::now();
+    cluster.server(killed).process().signal(SIGKILL);
+    test::redis_client replica(before.replicas.front());
+    while (replica.text({"INFO", "replication"}).find("role:master") == std::string::npos &&
+           clock_type::now() < began + 30s)
+        std::this_thread::sleep_for(20ms);
+    const auto promoted = clock_type::now();
+    cluster.server(killed).stop();
+    cluster.server(killed).start();  // back with its nodes.conf: it rejoins as the new master's replica
+    cluster.wait_until_settled();
+    const auto settled = clock_type::now();
+    std::this_thread::sleep_for(1s);
+    t.stop();
+
+    const auto after = cluster.shard_of(slot);
+    CHECK(after.master.port == before.replicas.front().port);
+    CHECK(t.untyped_errors() == 0);
+    CHECK(t.wrong_payloads() == 0);
+    CHECK(t.duplicates(replicated) == 0);
+    CHECK_MESSAGE(t.errors_since(settled).empty(), describe(t.errors_since(settled)));
+    CHECK(t.reserved_since(settled) > 100);
+    const auto swept = t.sweep(replicated);
+    CHECK_MESSAGE(swept.count("reserved again") == 0, describe(swept));
+    const auto during = t.errors_since(began);
+    CHECK_FALSE(during.empty());  // calls to its slots did fail while it was gone
+    MESSAGE("master :" << before.master.port << " killed; replica promoted after "
+                       << std::chrono::duration_cast<std::chrono::milliseconds>(promoted - began).count()
+                       << " ms; settled after "
+                       << std::chrono::duration_cast<std::chrono::milliseconds>(settled - began).count() << " ms, "
+                       << t.keys() << " keys of traffic; errors meanwhile: " << describe(during)
+                       << "; keys won twice: " << t.duplicates()
+                       << " (of them reserved over 1 s before the kill: " << t.duplicates(replicated) << ")\n"
+                       << t.first_errors());
 }
