@@ -31,8 +31,8 @@ void check_options(const redis_options& o) {
         if (!o.unix_socket.empty()) problem("cluster needs host and port, not unix_socket");
         if (o.database != 0) problem("cluster has only database 0");
     }
+    if (!o.cluster && !o.cluster_seeds.empty()) problem("cluster_seeds is set without cluster");
     for (const auto& seed : o.cluster_seeds) {
-        if (!o.cluster) problem("cluster_seeds is set without cluster");
         if (seed.host.empty() || seed.host.find('\0') != std::string::npos)
             problem("cluster_seeds: a host is empty or contains NUL");
         if (seed.port < 1 || seed.port > 65535) problem("cluster_seeds: port must be 1 to 65535");
