@@ -15,20 +15,31 @@
 // While the server is unreachable every call throws idem::store_error with
 // is_connection_lost(); broken connections are dropped and the next call
 // connects anew, so the store recovers by itself once the server is back.
+//
+// Redis Cluster: set options.cluster = true (host and port name any node). The
+// store loads the slot map, sends each key to the master owning its hash slot,
+// and follows MOVED and ASK while slots move or a replica takes over.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "idem/record_store.hpp"
 
 namespace idem {
 
 namespace redis_detail {
-class connection_pool;
+class router;
 }
+
+// One node of a Redis Cluster: where a clustered store may ask for the slot map.
+struct redis_node {
+    std::string host;
+    int port = 6379;
+};
 
 struct redis_options {
     std::string host = "127.0.0.1";
@@ -45,6 +56,13 @@ struct redis_options {
     std::size_t pool_size = 8;
     // Every Redis key is record_key::to_storage_key(key_prefix).
     std::string key_prefix{record_key::default_prefix};
+
+    // Redis Cluster: host and port (then cluster_seeds, in turn) are only where the slot
+    // map is asked for; each key goes to the master that owns its hash slot, with a pool
+    // of pool_size connections per master. MOVED, ASK, TRYAGAIN and CLUSTERDOWN are
+    // retried within command_timeout. Needs TCP (no unix_socket) and database 0.
+    bool cluster = false;
+    std::vector<redis_node> cluster_seeds;
 };
 
 class redis_store final : public record_store {
@@ -57,6 +75,7 @@ public:
 
     // One round trip (PING): throws store_error when the server cannot be reached or
     // rejects the credentials. Useful at startup, to fail early on bad settings.
+    // In a cluster: loads the slot map, then PINGs every master.
     void ping();
 
     [[nodiscard]] store_traits traits() const noexcept override;
@@ -71,7 +90,7 @@ protected:
 
 private:
     std::string prefix_;
-    std::unique_ptr<redis_detail::connection_pool> pool_;
+    std::unique_ptr<redis_detail::router> router_;
 };
 
 }  // namespace idem

@@ -3,7 +3,6 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <new>
@@ -42,16 +41,6 @@ timeval to_timeval(std::chrono::milliseconds ms) noexcept {
 
 std::string endpoint(const redis_options& o) {
     return o.unix_socket.empty() ? o.host + ":" + std::to_string(o.port) : o.unix_socket;
-}
-
-store_failure failure_of(std::string_view code) noexcept {
-    if (code == "WRONGTYPE") return store_failure::corrupt_record;
-    // The server is there but cannot answer yet: loading its data, running a slow script, failing over.
-    if (code == "LOADING" || code == "BUSY" || code == "TRYAGAIN" || code == "MASTERDOWN" || code == "CLUSTERDOWN")
-        return store_failure::timeout;
-    // A Redis Cluster node that does not own the key: this client does not follow redirections.
-    if (code == "MOVED" || code == "ASK" || code == "CROSSSLOT") return store_failure::unsupported;
-    return store_failure::other;
 }
 
 }  // namespace
@@ -126,19 +115,6 @@ bool connection::idle_and_open() const noexcept {
     const ssize_t n = recv(context_->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     // 0: the server closed it; data: a reply nobody asked for; an error: reset.
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-}
-
-std::string_view error_code(const redisReply& r) noexcept {
-    const std::string_view text(r.str, r.len);
-    return text.substr(0, text.find(' '));
-}
-
-void throw_reply_error(const redisReply& r, std::string_view what) {
-    const std::string_view code = error_code(r);
-    // Redis quotes the arguments it echoes (keys, payloads): keep only the text before them.
-    std::string_view text(r.str, r.len);
-    text = text.substr(0, std::min<std::size_t>(text.find('\''), 200));
-    throw store_error(failure_of(code), std::string(what) + ": " + std::string(text), std::string(code));
 }
 
 }  // namespace idem::redis_detail

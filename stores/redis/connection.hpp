@@ -10,6 +10,7 @@
 
 #include "idem/error.hpp"
 #include "idem/redis_store.hpp"
+#include "reply.hpp"
 
 namespace idem::redis_detail {
 
@@ -32,8 +33,10 @@ public:
     // throws store_error connection_lost: the command may or may not have run.
     [[nodiscard]] reply command(std::span<const std::string_view> args);
 
-    // False once an I/O error broke it: the pool then drops it.
+    // False once an I/O error broke it, or discard() was called: the pool then drops it.
     [[nodiscard]] bool healthy() const noexcept { return !broken_; }
+    // Open but talking to the wrong server (a demoted master): dropped when given back.
+    void discard() noexcept { broken_ = true; }
     // Still open, with nothing unread: checked without a round trip before reuse,
     // so a connection the server closed while idle (a restart) is dropped unused.
     [[nodiscard]] bool idle_and_open() const noexcept;
@@ -45,10 +48,5 @@ private:
     redisContext* context_;
     bool broken_ = false;
 };
-
-// The first word of an error reply: "NOSCRIPT", "WRONGTYPE", "ERR"...
-[[nodiscard]] std::string_view error_code(const redisReply& r) noexcept;
-// Throws the store_error an error reply stands for; `what` says what was refused.
-[[noreturn]] void throw_reply_error(const redisReply& r, std::string_view what);
 
 }  // namespace idem::redis_detail

@@ -22,9 +22,13 @@ public:
     public:
         lease(connection_pool& pool, std::unique_ptr<connection> c) noexcept
             : pool_(&pool), connection_(std::move(c)) {}
-        lease(lease&&) = delete;
-        ~lease() { pool_->give_back(std::move(connection_)); }
+        lease(lease&& other) noexcept : pool_(other.pool_), connection_(std::move(other.connection_)) {}
+        lease& operator=(lease&&) = delete;
+        ~lease() {
+            if (connection_) pool_->give_back(std::move(connection_));
+        }
         connection* operator->() const noexcept { return connection_.get(); }
+        connection& operator*() const noexcept { return *connection_; }
 
     private:
         connection_pool* pool_;

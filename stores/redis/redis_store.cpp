@@ -4,14 +4,11 @@
 #include <charconv>
 #include <stdexcept>
 
-#include "connection_pool.hpp"
+#include "router.hpp"
 #include "scripts.hpp"
 
 namespace idem {
 namespace {
-
-using redis_detail::reply;
-using redis_detail::script;
 
 void check_options(const redis_options& o) {
     std::string problems;
@@ -30,6 +27,16 @@ void check_options(const redis_options& o) {
     if (o.connect_timeout.count() < 0) problem("connect_timeout must not be negative");
     if (o.command_timeout.count() < 0) problem("command_timeout must not be negative");
     if (o.pool_size < 1 || o.pool_size > 1024) problem("pool_size must be 1 to 1024");
+    if (o.cluster) {
+        if (!o.unix_socket.empty()) problem("cluster needs host and port, not unix_socket");
+        if (o.database != 0) problem("cluster has only database 0");
+    }
+    if (!o.cluster && !o.cluster_seeds.empty()) problem("cluster_seeds is set without cluster");
+    for (const auto& seed : o.cluster_seeds) {
+        if (seed.host.empty() || seed.host.find('\0') != std::string::npos)
+            problem("cluster_seeds: a host is empty or contains NUL");
+        if (seed.port < 1 || seed.port > 65535) problem("cluster_seeds: port must be 1 to 65535");
+    }
     if (!problems.empty()) throw std::invalid_argument("idem: invalid redis options:" + problems);
 }
 
@@ -48,33 +55,6 @@ private:
     std::size_t size_ = 0;
 };
 
-// Runs a script by its SHA; when the server does not know it (first use, a restart,
-// SCRIPT FLUSH) runs it once by its body, which also caches it for every later EVALSHA.
-template <std::size_t N>
-reply run(redis_detail::connection_pool& pool, const script& s, std::string_view key,
-          const std::array<std::string_view, N>& argv) {
-    std::array<std::string_view, N + 4> args{"EVALSHA", s.sha1, "1", key};
-    std::copy(argv.begin(), argv.end(), args.begin() + 4);
-    const auto c = pool.acquire();
-    reply r = c->command(args);
-    if (r->type == REDIS_REPLY_ERROR && redis_detail::error_code(*r) == "NOSCRIPT") {
-        args[0] = "EVAL";
-        args[1] = s.body;
-        r = c->command(args);
-    }
-    if (r->type == REDIS_REPLY_ERROR) redis_detail::throw_reply_error(*r, "server error");
-    return r;
-}
-
-[[noreturn]] void throw_corrupt(std::string_view what) {
-    throw store_error(store_failure::corrupt_record, std::string(what));
-}
-
-[[nodiscard]] long long integer_reply(const reply& r) {
-    if (r->type != REDIS_REPLY_INTEGER) throw_corrupt("unexpected reply shape");
-    return r->integer;
-}
-
 // Store errors name the operation and the key hash, never the key.
 template <typename F>
 auto in_context(std::string_view operation, const record_key* key, F&& f) {
@@ -91,7 +71,7 @@ auto in_context(std::string_view operation, const record_key* key, F&& f) {
 
 redis_store::redis_store(redis_options options) : prefix_(options.key_prefix) {
     check_options(options);
-    pool_ = std::make_unique<redis_detail::connection_pool>(std::move(options));
+    router_ = std::make_unique<redis_detail::router>(std::move(options));
 }
 
 redis_store::~redis_store() = default;
@@ -101,13 +81,7 @@ store_traits redis_store::traits() const noexcept {
 }
 
 void redis_store::ping() {
-    in_context("ping", nullptr, [&] {
-        const auto c = pool_->acquire();
-        const std::array<std::string_view, 1> args{"PING"};
-        const reply r = c->command(args);
-        if (r->type == REDIS_REPLY_ERROR) redis_detail::throw_reply_error(*r, "server error");
-        if (r->type != REDIS_REPLY_STATUS) throw_corrupt("unexpected reply shape");
-    });
+    in_context("ping", nullptr, [&] { router_->ping(); });
 }
 
 reservation redis_store::do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
@@ -115,20 +89,9 @@ reservation redis_store::do_try_reserve(const record_key& key, std::string_view 
     const std::string storage_key = key.to_storage_key(prefix_);
     const milliseconds_arg ms(lease);
     return in_context("reserve", &key, [&] {
-        const reply r = run(*pool_, redis_detail::reserve_script(), storage_key,
-                            std::array<std::string_view, 3>{token, fingerprint, ms.view()});
-        if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 || r->element[0]->type != REDIS_REPLY_INTEGER)
-            throw_corrupt("unexpected reply shape");
-        const long long code = r->element[0]->integer;
-        if (code == 2 && r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING)
-            return reservation::completed(std::string(r->element[1]->str, r->element[1]->len));
-        if (r->elements == 1) {
-            if (code == 0) return reservation::reserved(std::move(token));
-            if (code == 1) return reservation::in_flight();
-            if (code == 3) return reservation::fingerprint_mismatch();
-            if (code == 4) throw_corrupt("the key holds a value this store did not write");
-        }
-        throw_corrupt("unexpected reply shape");
+        const std::array<std::string_view, 3> argv{token, fingerprint, ms.view()};
+        return redis_detail::decode_reserve(*router_->run(redis_detail::reserve_script(), storage_key, argv),
+                                            std::move(token));
     });
 }
 
@@ -137,22 +100,16 @@ bool redis_store::do_complete(const record_key& key, std::string_view token, std
     const std::string storage_key = key.to_storage_key(prefix_);
     const milliseconds_arg ms(retention);
     return in_context("complete", &key, [&] {
-        const long long stored = integer_reply(run(*pool_, redis_detail::complete_script(), storage_key,
-                                                   std::array<std::string_view, 4>{token, fingerprint, payload,
-                                                                                   ms.view()}));
-        if (stored == 2) throw_corrupt("the key holds a value this store did not write");
-        if (stored != 0 && stored != 1) throw_corrupt("unexpected reply shape");
-        return stored == 1;
+        const std::array<std::string_view, 4> argv{token, fingerprint, payload, ms.view()};
+        return redis_detail::decode_complete(*router_->run(redis_detail::complete_script(), storage_key, argv));
     });
 }
 
 bool redis_store::do_release(const record_key& key, std::string_view token) {
     const std::string storage_key = key.to_storage_key(prefix_);
     return in_context("release", &key, [&] {
-        const long long removed = integer_reply(
-            run(*pool_, redis_detail::release_script(), storage_key, std::array<std::string_view, 1>{token}));
-        if (removed != 0 && removed != 1) throw_corrupt("unexpected reply shape");
-        return removed == 1;
+        const std::array<std::string_view, 1> argv{token};
+        return redis_detail::decode_release(*router_->run(redis_detail::release_script(), storage_key, argv));
     });
 }
 

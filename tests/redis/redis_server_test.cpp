@@ -266,6 +266,34 @@ TEST_CASE("redis: a server that drops the connection mid-write gives a typed err
     }
 }
 
+TEST_CASE("redis: a master demoted to replica answers READONLY: transient, nothing written, its connection dropped") {
+    test::redis_server master;
+    test::redis_server replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+    redis_store store(options_for(replica));
+    store.ping();
+    test::redis_client raw(replica.endpoint());
+    const auto clients = [&] {
+        std::istringstream info(raw.text({"INFO", "clients"}));
+        for (std::string line; std::getline(info, line);)
+            if (line.starts_with("connected_clients:")) return std::stoi(line.substr(18));
+        return -1;
+    };
+    const int with_store = clients();
+    const record_key key(fresh_namespace(), "k");
+
+    const auto e = caught_store_error([&] { (void)store.try_reserve(key, "fp", 1min); });
+    CHECK(e.is_transient());
+    CHECK(e.native_code() == "READONLY");
+    CHECK(raw.text({"EXISTS", key.to_storage_key()}) == "0");
+    // The store closed that connection, so after a Sentinel failover the next one can reach the new master.
+    const auto deadline = std::chrono::steady_clock::now() + 2s;
+    while (clients() != with_store - 1 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    CHECK(clients() == with_store - 1);
+
+    REQUIRE(raw.text({"REPLICAOF", "NO", "ONE"}) == "OK");  // promoted, as Sentinel would
+    CHECK(store.try_reserve(key, "fp", 1min).status == status::reserved);
+}
+
 TEST_CASE("test servers run as the unprivileged user; a SIGKILLed test leaves no server and no folder") {
     test::spawn_options spawn;
     spawn.argv = {IDEM_REDIS_WORKER, "hold-server"};

@@ -201,6 +201,22 @@ TEST_CASE("redis: bad options are rejected at construction, naming the field") {
     o = {};
     o.host = std::string("local\0host", 10);
     CHECK(rejected(o, "NUL"));
+    o = {};
+    o.cluster = true;
+    o.unix_socket = "/tmp/redis.sock";
+    CHECK(rejected(o, "unix_socket"));
+    o = {};
+    o.cluster = true;
+    o.database = 2;
+    CHECK(rejected(o, "database"));
+    o = {};
+    o.cluster_seeds = {{"127.0.0.1", 7000}};
+    CHECK(rejected(o, "without cluster"));
+    o.cluster = true;
+    o.cluster_seeds = {{"127.0.0.1", 0}};
+    CHECK(rejected(o, "cluster_seeds"));
+    o.cluster_seeds = {{"", 7000}};
+    CHECK(rejected(o, "cluster_seeds"));
 
     // A unix socket needs no host or port; zero timeouts mean no limit. Nothing connects yet.
     o = {};
