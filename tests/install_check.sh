@@ -27,5 +27,33 @@ CPP
 out=$(LD_LIBRARY_PATH=$libdir "$dest/consumer")
 [ "$out" = "executed replayed" ] || { echo "consumer printed: $out"; exit 1; }
 [ -x "$(find "$dest" -path '*/bin/idem' | head -1)" ] || { echo "the idem command is not installed"; exit 1; }
-for pc in idem idem-memory; do pkg-config --exists "$pc" || { echo "$pc.pc missing"; exit 1; }; done
+for pc in idem idem-memory idem-contract; do pkg-config --exists "$pc" || { echo "$pc.pc missing"; exit 1; }; done
 echo "installed tree builds a consumer: $out"
+
+# The contract suite, installed, run against a store of the consumer's choosing
+# (here the memory store) through idem-contract alone.
+cat >"$dest/contract.cpp" <<'CPP'
+#include <idem/contract.hpp>
+#include <idem/memory_store.hpp>
+struct memory_context final : idem::contract::store_context {
+    std::shared_ptr<idem::manual_clock> clock = std::make_shared<idem::manual_clock>();
+    std::string name() const override { return "memory, installed"; }
+    std::shared_ptr<idem::record_store> make_store() override { return std::make_shared<idem::memory_store>(clock); }
+    void advance(idem::duration by) override { clock->advance(by); }
+    idem::duration short_span() const override { return std::chrono::minutes(1); }
+};
+int main(int argc, char** argv) {
+    memory_context context;
+    return idem::contract::run(context, argc, argv);
+}
+CPP
+# shellcheck disable=SC2046
+"$cxx" -std=c++20 "$dest/contract.cpp" $(pkg-config --cflags --libs idem-contract idem-memory) -o "$dest/contract"
+report=$(LD_LIBRARY_PATH=$libdir "$dest/contract" --no-colors) || { echo "$report"; echo "the contract suite failed"; exit 1; }
+summary=$(grep -E "test cases: +[0-9]+ \| +[0-9]+ passed \| +0 failed" <<<"$report") ||
+    { echo "$report"; echo "no passing summary"; exit 1; }
+ran=$(sed -E 's/.*test cases: +([0-9]+) .*/\1/' <<<"$summary")
+[ "$ran" -ge 15 ] || { echo "$report"; echo "only $ran scenarios ran"; exit 1; }
+grep -q "joins_transactions: the store joins no transaction" <<<"$report" ||
+    { echo "$report"; echo "the traits did not pick the scenarios"; exit 1; }
+echo "installed contract suite against the memory store: $ran scenarios passed"
