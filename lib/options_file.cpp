@@ -27,14 +27,22 @@ public:
         executor_options o;
         if (!expect_object(root, "the document")) return o;
         for (const auto& [name, value] : root.items()) {
-            if (name == "mode") read_mode(value, name, o.mode);
-            else if (name == "lease") read_duration(value, name, o.lease);
-            else if (name == "max_lease") read_duration(value, name, o.max_lease);
-            else if (name == "retention") read_duration(value, name, o.retention);
-            else if (name == "failure_retention") read_duration(value, name, o.failure_retention);
-            else if (name == "store") read_string(value, name, o.store);
-            else if (name == "profiles") read_profiles(value, o.profiles);
-            else unknown(name);
+            if (name == "mode")
+                read_mode(value, name, o.mode);
+            else if (name == "lease")
+                read_duration(value, name, o.lease);
+            else if (name == "max_lease")
+                read_duration(value, name, o.max_lease);
+            else if (name == "retention")
+                read_duration(value, name, o.retention);
+            else if (name == "failure_retention")
+                read_duration(value, name, o.failure_retention);
+            else if (name == "store")
+                read_string(value, name, o.store);
+            else if (name == "profiles")
+                read_profiles(value, o.profiles);
+            else
+                unknown(name);
         }
         return o;
     }
@@ -48,12 +56,18 @@ private:
             profile_options& p = profiles[profile];
             for (const auto& [name, field] : fields.items()) {
                 const std::string path = where + "." + name;
-                if (name == "mode") read_mode(field, path, p.mode.emplace());
-                else if (name == "lease") read_duration(field, path, p.lease.emplace());
-                else if (name == "retention") read_duration(field, path, p.retention.emplace());
-                else if (name == "failure_retention") read_duration(field, path, p.failure_retention.emplace());
-                else if (name == "store") read_string(field, path, p.store.emplace());
-                else unknown(path);
+                if (name == "mode")
+                    read_mode(field, path, p.mode.emplace());
+                else if (name == "lease")
+                    read_duration(field, path, p.lease.emplace());
+                else if (name == "retention")
+                    read_duration(field, path, p.retention.emplace());
+                else if (name == "failure_retention")
+                    read_duration(field, path, p.failure_retention.emplace());
+                else if (name == "store")
+                    read_string(field, path, p.store.emplace());
+                else
+                    unknown(path);
             }
         }
     }
@@ -106,10 +120,9 @@ private:
         if (digits == 0 || digits > 18) return std::nullopt;
         const std::string_view unit = text.substr(digits);
         using namespace std::chrono;
-        const std::pair<std::string_view, duration> units[] = {{"ns", nanoseconds(1)}, {"us", microseconds(1)},
-                                                               {"ms", milliseconds(1)}, {"s", seconds(1)},
-                                                               {"m", minutes(1)},       {"h", hours(1)},
-                                                               {"d", hours(24)}};
+        const std::pair<std::string_view, duration> units[] = {
+            {"ns", nanoseconds(1)}, {"us", microseconds(1)}, {"ms", milliseconds(1)}, {"s", seconds(1)},
+            {"m", minutes(1)},      {"h", hours(1)},         {"d", hours(24)}};
         for (const auto& [name, size] : units) {
             if (unit != name) continue;
             const long long count = std::stoll(std::string(text.substr(0, digits)));
@@ -155,7 +168,9 @@ std::string read_file(const std::filesystem::path& path) {
 
 }  // namespace
 
-executor_options executor_options_from_json(std::string_view text) { return checked(text, nullptr); }
+executor_options executor_options_from_json(std::string_view text) {
+    return checked(text, nullptr);
+}
 
 namespace detail {
 

@@ -76,8 +76,8 @@ verification verify_timestamped(const timestamped_signature& scheme, std::span<c
     signed_text.reserve(timestamp->size() + 1 + d.body.size());
     signed_text.append(*timestamp).append(".").append(d.body);
     if (!any_matches(secrets, signed_text, signatures)) return verification::mismatch;
-    const auto age = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()) -
-                     std::chrono::seconds(seconds);
+    const auto age =
+        std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()) - std::chrono::seconds(seconds);
     return age > scheme.tolerance || age < -scheme.tolerance ? verification::outside_tolerance : verification::valid;
 }
 
@@ -89,7 +89,9 @@ json answer_json(std::string_view id, verdict v, std::string_view detail) {
 }
 
 // Invalid UTF-8 from a handler's detail is replaced, never sent raw.
-std::string text_of(const json& body) { return body.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string text_of(const json& body) {
+    return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 answer refusal(int status, verdict v, std::string_view detail) {
     return {status, v, text_of(answer_json({}, v, detail))};
@@ -128,24 +130,36 @@ std::string_view delivery::header(std::string_view name) const noexcept {
 
 std::string_view to_string(verification v) noexcept {
     switch (v) {
-        case verification::valid: return "valid";
-        case verification::missing: return "missing";
-        case verification::malformed: return "malformed";
-        case verification::mismatch: return "mismatch";
-        case verification::outside_tolerance: return "outside_tolerance";
+        case verification::valid:
+            return "valid";
+        case verification::missing:
+            return "missing";
+        case verification::malformed:
+            return "malformed";
+        case verification::mismatch:
+            return "mismatch";
+        case verification::outside_tolerance:
+            return "outside_tolerance";
     }
     return "unknown";
 }
 
 std::string_view to_string(verdict v) noexcept {
     switch (v) {
-        case verdict::applied: return "applied";
-        case verdict::duplicate: return "duplicate";
-        case verdict::permanent_failure: return "permanent_failure";
-        case verdict::transient_failure: return "transient_failure";
-        case verdict::in_flight: return "in_flight";
-        case verdict::unauthenticated: return "unauthenticated";
-        case verdict::unidentified: return "unidentified";
+        case verdict::applied:
+            return "applied";
+        case verdict::duplicate:
+            return "duplicate";
+        case verdict::permanent_failure:
+            return "permanent_failure";
+        case verdict::transient_failure:
+            return "transient_failure";
+        case verdict::in_flight:
+            return "in_flight";
+        case verdict::unauthenticated:
+            return "unauthenticated";
+        case verdict::unidentified:
+            return "unidentified";
     }
     return "unknown";
 }
@@ -221,7 +235,8 @@ std::variant<receiver::accepted, answer> receiver::admit(const delivery& d) cons
 
 answer receiver::respond(std::string_view id, const execution<handler_result>& e) const {
     if (e.status() == execution_status::in_flight)
-        return {409, verdict::in_flight, text_of(answer_json(id, verdict::in_flight, "another delivery is being handled"))};
+        return {409, verdict::in_flight,
+                text_of(answer_json(id, verdict::in_flight, "another delivery is being handled"))};
     if (!e.has_value())  // key_reused cannot happen: the fingerprint is constant
         throw std::logic_error("idem: a webhook event key was reused");
     const handler_result& r = e.value();

@@ -6,8 +6,8 @@
 
 #include <iostream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace {
@@ -33,14 +33,15 @@ idem::webhook::handler_result deposit(bank& b, const idem::webhook::event& e) {
 }
 
 idem::webhook::receiver stripe_receiver(idem::executor& exec, std::shared_ptr<const idem::clock> time) {
-    return idem::webhook::receiver(exec, {
+    idem::webhook::receiver_options options{
         .provider = "stripe",
         .scheme = idem::webhook::timestamped_signature{.tolerance = std::chrono::minutes(5)},
         .secrets = {"whsec_new", "whsec_old"},  // rotation: both verify until the old one is retired
         .identify = idem::webhook::id_from_json("id", idem::scope::custom("account", "acct_platform")),
         .execution = {.retention = std::chrono::days(3)},  // as long as the provider redelivers
         .time = std::move(time),
-    });
+    };
+    return {exec, std::move(options)};
 }
 // readme:end webhook-handler
 
@@ -81,8 +82,8 @@ int main() {
     const auto first = sign(R"({"id":"evt_1","account":"acct_alice"})", "whsec_new", now);
     expect("delivery", deliver(first), 200, verdict::applied);
     expect("redelivery", deliver(first), 200, verdict::duplicate);
-    expect("signed with the old secret",
-           deliver(sign(R"({"id":"evt_2","account":"acct_alice"})", "whsec_old", now)), 200, verdict::applied);
+    expect("signed with the old secret", deliver(sign(R"({"id":"evt_2","account":"acct_alice"})", "whsec_old", now)),
+           200, verdict::applied);
     expect("forged", deliver({first.body, sign(first.body, "guess", now).signature}), 401, verdict::unauthenticated);
 
     const auto unknown = sign(R"({"id":"evt_3","account":"acct_bob"})", "whsec_new", now);

@@ -173,7 +173,7 @@ struct receiver_options {
     signature_scheme scheme = {};           // how the provider signs
     std::vector<std::string> secrets = {};  // any one verifies: rotate by adding, then removing
     identify_event identify = {};           // the event id and its owner
-    execution_options execution = {};   // profile, mode, retention (the provider's redelivery window)
+    execution_options execution = {};       // profile, mode, retention (the provider's redelivery window)
     std::shared_ptr<const idem::clock> time = idem::clock::system();  // for the tolerance window
 };
 
@@ -202,7 +202,8 @@ public:
         if (auto* refused = std::get_if<answer>(&admitted)) return std::move(*refused);
         const auto& [key, id] = std::get<accepted>(admitted);
         const event e{id, d.body};
-        return respond(id, exec_.execute(key, fingerprint, options_.execution, [&] { return handler(e); }, codec_));
+        return respond(id, exec_.execute(
+                               key, fingerprint, options_.execution, [&] { return handler(e); }, codec_));
     }
 
     // In a transaction of `runner`: handler(transaction&, const event&) -> handler_result.

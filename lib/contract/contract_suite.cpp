@@ -197,7 +197,8 @@ TEST_CASE("contract: case and trailing spaces make distinct scopes and keys") {
         CHECK(f.store->try_reserve(keys[i], "fp", f.long_span()).payload == "payload " + std::to_string(i));
 }
 
-TEST_CASE("contract: concurrent reserves of one key give exactly one reserved" * doctest::test_suite("atomic_reserve")) {
+TEST_CASE("contract: concurrent reserves of one key give exactly one reserved" *
+          doctest::test_suite("atomic_reserve")) {
     fixture f;
     const int threads = f.ctx.race_threads();
     const int rounds = f.ctx.race_rounds();
@@ -320,12 +321,13 @@ struct transaction_fixture : fixture {
 TEST_CASE("contract: a reservation whose transaction rolls back leaves nothing" *
           doctest::test_suite("joins_transactions")) {
     transaction_fixture f;
-    f.in_transaction([&](transaction& tx) {
-        auto r = f.joined.try_reserve(tx, f.key(), "fp", f.long_span());
-        CHECK(r.status == status::reserved);
-        CHECK_FALSE(r.token.empty());
-    },
-                     false);
+    f.in_transaction(
+        [&](transaction& tx) {
+            auto r = f.joined.try_reserve(tx, f.key(), "fp", f.long_span());
+            CHECK(r.status == status::reserved);
+            CHECK_FALSE(r.token.empty());
+        },
+        false);
     CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::reserved);
 }
 

@@ -37,13 +37,18 @@ store_context& current() {
 
 store_context::~store_context() = default;
 
-void store_context::advance(duration by) { std::this_thread::sleep_for(by); }
+void store_context::advance(duration by) {
+    std::this_thread::sleep_for(by);
+}
 
-duration store_context::short_span() const { return std::chrono::milliseconds(100); }
+duration store_context::short_span() const {
+    return std::chrono::milliseconds(100);
+}
 
 void store_context::run_in_transaction(const std::function<void(transaction&)>&, bool) {
-    throw std::logic_error("idem: the store joins transactions, but its contract context does not override "
-                           "run_in_transaction");
+    throw std::logic_error(
+        "idem: the store joins transactions, but its contract context does not override "
+        "run_in_transaction");
 }
 
 int run(store_context& context, int argc, char** argv) {

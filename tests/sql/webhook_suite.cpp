@@ -72,7 +72,7 @@ TEST_CASE("webhook receiver in a transaction: a transient failure rolls the writ
     CHECK(first.status == 503);
     CHECK(first.verdict == webhook::verdict::transient_failure);
     CHECK(f.runner->last_state() == transaction_state::rolled_back);
-    CHECK(f.ledger() == 0);  // the money it moved went back with the record
+    CHECK(f.ledger() == 0);                                          // the money it moved went back with the record
     CHECK(f.event_record("evt-2") == reservation_status::reserved);  // free
     auto redelivered = f.deliver(d, webhook::handler_result::applied());
     CHECK(redelivered.verdict == webhook::verdict::applied);

@@ -53,6 +53,14 @@ std::vector<std::string> problems_of(std::string_view json) {
     return {};
 }
 
+// Waits (10 s at most) until `n` more calls have finished, so every mode gets calls
+// even on a loaded machine.
+void wait_for_calls(const std::atomic<int>& calls, int n) {
+    const int target = calls + n;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (calls < target && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+}
+
 const std::string complete_file = R"({
   "mode": "observe",
   "lease": "2m",
@@ -200,8 +208,9 @@ TEST_CASE("options file: reload while 8 threads call the executor; a bad file le
             threads.emplace_back([&, t] {
                 for (int i = 0; !stop; ++i) {
                     try {
-                        auto e = exec.execute(record_key("ns", std::to_string(t) + "-" + std::to_string(i)), "fp",
-                                              {}, [] { return std::string("x"); }, string_codec{});
+                        auto e = exec.execute(
+                            record_key("ns", std::to_string(t) + "-" + std::to_string(i)), "fp", {},
+                            [] { return std::string("x"); }, string_codec{});
                         ++modes_seen[static_cast<int>(e.mode())];
                         ++calls;
                     } catch (const std::exception&) {
@@ -213,7 +222,7 @@ TEST_CASE("options file: reload while 8 threads call the executor; a bad file le
         for (int round = 0; round < 50; ++round) {
             file.write(round % 2 == 0 ? R"({"mode": "enforce"})" : R"({"mode": "observe"})");
             source->reload();
-            std::this_thread::sleep_for(1ms);
+            wait_for_calls(calls, 8);  // under this file's mode, or the one before: a call reads one snapshot
             file.write(R"({"mode": "enforce", "lease": "2h"})");  // invalid: the last good options stay
             try {
                 source->reload();
@@ -225,7 +234,9 @@ TEST_CASE("options file: reload while 8 threads call the executor; a bad file le
         }
         file.write(R"({"mode": "off"})");
         source->reload();
-        std::this_thread::sleep_for(5ms);
+        const auto deadline = std::chrono::steady_clock::now() + 10s;
+        while (modes_seen[static_cast<int>(mode::off)] == 0 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::yield();
         stop = true;
     }
     CHECK(rejected == 50);

@@ -55,11 +55,13 @@ const std::string stripe_body = R"({"id":"evt_1MqqbKLt4dXK03v5qaIbiNCC","object"
 const std::string stripe_v1 = "1a431ef5acf445357d2b53e7a066e422772df599d06c17b461939c3f53e8587b";
 const std::string stripe_v1_old_secret = "ceb2d7d2e7002c111522d8aa79414fe0d89741f289ff586f6dfac23fe8418a53";
 
-time_point at(long long unix_seconds) { return time_point(std::chrono::seconds(unix_seconds)); }
+time_point at(long long unix_seconds) {
+    return time_point(std::chrono::seconds(unix_seconds));
+}
 
 webhook::verification stripe_verify(std::string_view header, time_point now,
-                                     const std::vector<std::string>& secrets = stripe_secret,
-                                     std::string_view body = stripe_body) {
+                                    const std::vector<std::string>& secrets = stripe_secret,
+                                    std::string_view body = stripe_body) {
     const webhook::delivery d{.body = body, .headers = {{"stripe-signature", header}}};
     return webhook::verify(webhook::timestamped_signature{}, secrets, d, now);
 }
@@ -135,8 +137,8 @@ struct receiver_fixture {
     // A delivery of `body`, signed now with the secret.
     [[nodiscard]] std::pair<std::string, std::string> signed_now(const std::string& body) const {
         const auto t = std::chrono::duration_cast<std::chrono::seconds>(clock->now().time_since_epoch()).count();
-        return {body, "t=" + std::to_string(t) + ",v1=" +
-                          webhook::hmac_sha256_hex("whsec_test_secret", std::to_string(t) + "." + body)};
+        return {body, "t=" + std::to_string(t) +
+                          ",v1=" + webhook::hmac_sha256_hex("whsec_test_secret", std::to_string(t) + "." + body)};
     }
     webhook::answer deliver(const std::pair<std::string, std::string>& signed_delivery,
                             const std::function<webhook::handler_result()>& handler) {
@@ -156,12 +158,12 @@ TEST_CASE("webhook receiver: an event is applied once; redeliveries are answered
     receiver_fixture f;
     const auto d = f.signed_now(R"({"id":"evt_1","amount":500})");
     std::string seen_id, seen_body;
-    auto first = f.stripe.handle({.body = d.first, .headers = {{"Stripe-Signature", d.second}}},
-                                 [&](const webhook::event& e) {
-                                     seen_id = e.id;
-                                     seen_body = e.body;
-                                     return webhook::handler_result::applied("credited 500");
-                                 });
+    auto first =
+        f.stripe.handle({.body = d.first, .headers = {{"Stripe-Signature", d.second}}}, [&](const webhook::event& e) {
+            seen_id = e.id;
+            seen_body = e.body;
+            return webhook::handler_result::applied("credited 500");
+        });
     CHECK(seen_id == "evt_1");
     CHECK(seen_body == d.first);
     CHECK(first.status == 200);
@@ -264,10 +266,10 @@ TEST_CASE("webhook receiver: GitHub deliveries are identified by X-GitHub-Delive
                               .secrets = {"It's a Secret to Everybody"},
                               .identify = webhook::id_from_header("X-GitHub-Delivery", scope::client("repo-1"))}};
     int runs = 0;
-    const webhook::delivery d{
-        .body = "Hello, World!",
-        .headers = {{"x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"},
-                    {"x-hub-signature-256", "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"}}};
+    const webhook::delivery d{.body = "Hello, World!",
+                              .headers = {{"x-github-delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"},
+                                          {"x-hub-signature-256",
+                                           "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"}}};
     const auto handler = [&](const webhook::event& e) {
         ++runs;
         CHECK(e.id == "72d3162e-cc78-11e3-81ab-4c9367dc0958");
