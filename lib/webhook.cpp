@@ -219,6 +219,8 @@ receiver::receiver(executor& exec, receiver_options options) : exec_(exec), opti
         if (secret.empty()) throw std::invalid_argument("idem: a webhook secret is empty");
     if (!options_.identify) throw std::invalid_argument("idem: a webhook receiver needs identify");
     if (!options_.time) throw std::invalid_argument("idem: a webhook receiver's clock is null");
+    if (const auto* t = std::get_if<timestamped_signature>(&options_.scheme); t != nullptr && t->tolerance.count() <= 0)
+        throw std::invalid_argument("idem: a webhook signature tolerance must be positive");
 }
 
 std::variant<receiver::accepted, answer> receiver::admit(const delivery& d) const {

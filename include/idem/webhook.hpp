@@ -190,7 +190,7 @@ public:
 class receiver {
 public:
     // std::invalid_argument when the provider is empty, no secret is given (or one is
-    // empty), or identify is missing.
+    // empty), identify is missing, or a timestamped scheme's tolerance is not positive.
     receiver(executor& exec, receiver_options options);
 
     // Lease mode: handler(const event&) -> handler_result, its effects outside a database

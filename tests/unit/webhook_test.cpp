@@ -294,4 +294,7 @@ TEST_CASE("webhook receiver: bad options are refused") {
                     std::invalid_argument);
     CHECK_THROWS_AS(webhook::receiver(exec, {.provider = "p", .scheme = {}, .secrets = {"s"}, .identify = {}}),
                     std::invalid_argument);
+    const webhook::timestamped_signature no_window{.tolerance = std::chrono::seconds(0)};
+    CHECK_THROWS_AS(webhook::receiver(exec, {.provider = "p", .scheme = no_window, .secrets = {"s"}, .identify = id}),
+                    std::invalid_argument);
 }
