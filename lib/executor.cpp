@@ -27,6 +27,19 @@ execution_status status_of(reservation_status status) {
     return execution_status::executed;
 }
 
+// The store's side of a transaction, when it can join one. store_traits are the one
+// statement of what a store can do, read here as by the contract suite; the cast
+// only reaches the transaction overloads, and refuses a store whose traits claim
+// what its type lacks.
+transactional_record_store* joinable(record_store& store) {
+    if (!store.traits().joins_transactions) return nullptr;
+    auto* joined = dynamic_cast<transactional_record_store*>(&store);
+    if (joined == nullptr)
+        throw error(error_category::configuration,
+                    "idem: the store's traits say joins_transactions, but it is no transactional_record_store");
+    return joined;
+}
+
 // One call of the executor: the resolved settings, the store, and the steps of each mode.
 class attempt {
 public:
@@ -34,7 +47,7 @@ public:
             std::string_view fingerprint, const resolved_options& settings, entry_point entry,
             detail::erased_operation operation, std::stop_token stop)
         : store_(store),
-          joined_(tx != nullptr ? dynamic_cast<transactional_record_store*>(&store) : nullptr),
+          joined_(tx != nullptr ? joinable(store) : nullptr),
           tx_(joined_ != nullptr ? tx : nullptr),
           telemetry_(telemetry),
           key_(key),
@@ -53,7 +66,7 @@ public:
             count(outcome_of(status));
             return {status, status, mode::enforce};
         }
-        const detail::produced result = run_reserved(r.token);
+        const detail::produced result = run_reserved(r.token, tx_ != nullptr);
         settle(r.token, result, tx_ != nullptr);
         count(result.kind == classification::release ? outcome::released : outcome::executed);
         return {execution_status::executed, execution_status::executed, mode::enforce};
@@ -78,7 +91,7 @@ public:
             (void)operation_.run(stop_);
             return {execution_status::executed, would, mode::observe};
         }
-        const detail::produced result = run_reserved(r->token);
+        const detail::produced result = run_reserved(r->token, false);
         if (tx_ != nullptr && stores_result(result.kind))
             record_in_transaction(r->token, result);
         else
@@ -107,20 +120,36 @@ private:
         }
     }
 
-    // Runs the operation on a key this call reserved.
-    detail::produced run_reserved(const std::string& token) {
+    // Runs the operation on a key this call reserved, in the business transaction
+    // (`in_transaction`) or through the store's own connections.
+    detail::produced run_reserved(const std::string& token, bool in_transaction) {
         if (stop_.stop_requested()) {
-            release(token, tx_ != nullptr);
+            release(token, in_transaction);
             count(outcome::released);
             throw operation_cancelled();
         }
         try {
             return operation_.run(stop_);
         } catch (...) {
-            log(log_level::warning, "idem.operation.failed",
-                tx_ != nullptr ? "the operation threw; its transaction's rollback removes the reservation"
-                               : "the operation threw; the key stays in flight until its lease ends");
+            abandon(token, in_transaction);
             throw;
+        }
+    }
+
+    // The operation threw. Its outcome is unknown, so the key stays in flight, except
+    // where a transaction is known to undo it: Enforce reserved in that transaction, and
+    // Observe inside one frees the reservation it made apart, as Enforce's rollback would.
+    void abandon(const std::string& token, bool in_transaction) {
+        if (in_transaction) {
+            log(log_level::warning, "idem.operation.failed",
+                "the operation threw; its transaction's rollback removes the reservation");
+        } else if (tx_ != nullptr) {
+            log(log_level::warning, "idem.operation.failed",
+                "the operation threw inside a transaction; the reservation made outside it is released");
+            release(token, false);
+        } else {
+            log(log_level::warning, "idem.operation.failed",
+                "the operation threw; the key stays in flight until its lease ends");
         }
     }
 

@@ -1,6 +1,7 @@
 #include "idem/options.hpp"
 
 #include "idem/error.hpp"
+#include "internal/options_file.hpp"
 
 namespace idem {
 
@@ -74,6 +75,22 @@ void options_source::replace(executor_options next) {
 void options_source::set_known_stores(std::set<std::string, std::less<>> stores) {
     publish(load()->options, std::move(stores));
     (void)current();
+}
+
+std::shared_ptr<options_source> options_source::from_json(std::filesystem::path path,
+                                                         std::optional<std::set<std::string, std::less<>>> known_stores) {
+    executor_options options = detail::read_options_file(path, known_stores ? &*known_stores : nullptr);
+    auto source = std::make_shared<options_source>(std::move(options), std::move(known_stores));
+    source->file_ = std::move(path);
+    return source;
+}
+
+void options_source::reload() {
+    if (file_.empty()) throw std::logic_error("idem: reload() needs an options_source made by from_json");
+    const auto stores = load()->stores;
+    // Checked before it is published: a bad file never replaces the options in force.
+    auto next = detail::read_options_file(file_, stores ? &*stores : nullptr);
+    publish(std::make_shared<const executor_options>(std::move(next)), stores);
 }
 
 std::shared_ptr<const options_source::snapshot> options_source::load() const { return snapshot_.load(); }

@@ -27,5 +27,57 @@ CPP
 out=$(LD_LIBRARY_PATH=$libdir "$dest/consumer")
 [ "$out" = "executed replayed" ] || { echo "consumer printed: $out"; exit 1; }
 [ -x "$(find "$dest" -path '*/bin/idem' | head -1)" ] || { echo "the idem command is not installed"; exit 1; }
-for pc in idem idem-memory; do pkg-config --exists "$pc" || { echo "$pc.pc missing"; exit 1; }; done
+for pc in idem idem-memory idem-contract; do pkg-config --exists "$pc" || { echo "$pc.pc missing"; exit 1; }; done
 echo "installed tree builds a consumer: $out"
+
+# The contract suite, installed, run against a store of the consumer's choosing
+# (here the memory store) through idem-contract alone.
+# With --broken, the store forgets fingerprints (a mismatch answers in_flight): the
+# suite must catch it.
+cat >"$dest/contract.cpp" <<'CPP'
+#include <idem/contract.hpp>
+#include <idem/memory_store.hpp>
+#include <cstring>
+struct forgetful_store final : idem::record_store {
+    idem::memory_store inner;
+    explicit forgetful_store(std::shared_ptr<idem::manual_clock> c) : inner(std::move(c)) {}
+    idem::reservation do_try_reserve(const idem::record_key& k, std::string_view fp, idem::duration d) override {
+        auto r = inner.try_reserve(k, fp, d);
+        return r.status == idem::reservation_status::fingerprint_mismatch ? idem::reservation::in_flight() : r;
+    }
+    bool do_complete(const idem::record_key& k, std::string_view t, std::string_view fp, std::string_view p,
+                     idem::duration d) override { return inner.complete(k, t, fp, p, d); }
+    bool do_release(const idem::record_key& k, std::string_view t) override { return inner.release(k, t); }
+    std::size_t do_purge_expired(std::size_t limit) override { return inner.purge_expired(limit); }
+};
+struct memory_context final : idem::contract::store_context {
+    bool broken = false;
+    std::shared_ptr<idem::manual_clock> clock = std::make_shared<idem::manual_clock>();
+    std::string name() const override { return "memory, installed"; }
+    std::shared_ptr<idem::record_store> make_store() override {
+        if (broken) return std::make_shared<forgetful_store>(clock);
+        return std::make_shared<idem::memory_store>(clock);
+    }
+    void advance(idem::duration by) override { clock->advance(by); }
+    idem::duration short_span() const override { return std::chrono::minutes(1); }
+};
+int main(int argc, char** argv) {
+    memory_context context;
+    context.broken = argc > 1 && std::strcmp(argv[argc - 1], "--broken") == 0;
+    return idem::contract::run(context, context.broken ? argc - 1 : argc, argv);
+}
+CPP
+# shellcheck disable=SC2046
+"$cxx" -std=c++20 "$dest/contract.cpp" $(pkg-config --cflags --libs idem-contract idem-memory) -o "$dest/contract"
+report=$(LD_LIBRARY_PATH=$libdir "$dest/contract" --no-colors) || { echo "$report"; echo "the contract suite failed"; exit 1; }
+summary=$(grep -E "test cases: +[0-9]+ \| +[0-9]+ passed \| +0 failed" <<<"$report") ||
+    { echo "$report"; echo "no passing summary"; exit 1; }
+ran=$(sed -E 's/.*test cases: +([0-9]+) .*/\1/' <<<"$summary")
+[ "$ran" -ge 15 ] || { echo "$report"; echo "only $ran scenarios ran"; exit 1; }
+grep -q "joins_transactions: the store joins no transaction" <<<"$report" ||
+    { echo "$report"; echo "the traits did not pick the scenarios"; exit 1; }
+if LD_LIBRARY_PATH=$libdir "$dest/contract" --no-colors --broken >"$dest/broken.txt"; then
+    cat "$dest/broken.txt"; echo "the contract suite passed a store that forgets fingerprints"; exit 1
+fi
+grep -q "fingerprint_mismatch" "$dest/broken.txt" || { cat "$dest/broken.txt"; echo "no mismatch failure named"; exit 1; }
+echo "installed contract suite against the memory store: $ran scenarios passed; a broken store fails it"

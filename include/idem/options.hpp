@@ -9,10 +9,16 @@
 //   o.profiles["payments"] = {.mode = idem::mode::enforce, .retention = std::chrono::days(7)};
 //   auto source = std::make_shared<idem::options_source>(o);
 //   source->replace(reloaded);  // invalid: every call throws options_error until fixed
+//
+// Or from a JSON file (format in the README), read again on reload():
+//
+//   auto source = idem::options_source::from_json("/etc/payments/idem.json");
+//   source->reload();  // invalid file: the options in force stay; options_error names every field
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -85,6 +91,16 @@ public:
     explicit options_source(executor_options initial = {},
                             std::optional<std::set<std::string, std::less<>>> known_stores = std::nullopt);
 
+    // Options read from a JSON file; throws options_error naming every invalid or
+    // unknown field (and an unreadable file or malformed JSON).
+    [[nodiscard]] static std::shared_ptr<options_source> from_json(
+        std::filesystem::path path, std::optional<std::set<std::string, std::less<>>> known_stores = std::nullopt);
+
+    // Reads from_json's file again. Valid: takes effect for the next call. Invalid or
+    // unreadable: the options in force stay, and options_error names every problem.
+    // std::logic_error for a source not made by from_json.
+    void reload();
+
     // Takes effect for the next call. Invalid options are kept and make every
     // call throw options_error until a valid replacement arrives.
     void replace(executor_options next);
@@ -105,7 +121,12 @@ private:
                  std::optional<std::set<std::string, std::less<>>> stores);
 
     std::atomic<std::shared_ptr<const snapshot>> snapshot_;
+    std::filesystem::path file_;  // from_json's file; empty otherwise
 };
+
+// Parses the JSON format options_source::from_json reads; options_error names
+// every malformed, unknown or invalid field.
+[[nodiscard]] executor_options executor_options_from_json(std::string_view json);
 
 // "15m", "90s", "250ms": the largest unit that divides the duration exactly.
 [[nodiscard]] std::string format_duration(duration d);

@@ -40,9 +40,14 @@ struct postgresql_store_options {
     std::string connection;
     std::size_t pool_size = 4;  // the detached view's connections, opened as needed
     bool migrate_on_open = true;
-    // Set on the store's own connections; zero leaves PostgreSQL's setting (no limit by default).
-    // A detached reserve waits for a transaction that holds the key; lock_timeout bounds that wait.
-    std::chrono::milliseconds lock_timeout{0};
+    // Set on the store's own connections (the detached view); zero leaves PostgreSQL's
+    // setting, which is no limit. A detached reserve waits for a transaction that holds
+    // the key. In Observe inside a transaction that wait can close a cycle PostgreSQL
+    // cannot detect (your transaction holds a row another request's transaction waits
+    // for, while your reservation waits for that request's record on a second
+    // connection): lock_timeout ends it, and the reservation fails with a timeout
+    // (Observe then runs the operation without a record).
+    std::chrono::milliseconds lock_timeout = std::chrono::seconds(5);
     std::chrono::milliseconds statement_timeout{0};
 };
 

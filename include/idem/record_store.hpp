@@ -50,10 +50,12 @@ struct reservation {
     }
 };
 
-// What a store can promise; the contract suite adapts to it.
+// What a store can promise. The contract suite (idem/contract.hpp) picks its
+// scenarios by them, and the executor joins a caller's transaction only with a
+// store that says joins_transactions.
 struct store_traits {
     bool atomic_reserve = true;        // concurrent reserves of one key: exactly one wins
-    bool joins_transactions = false;   // is a transactional_record_store
+    bool joins_transactions = false;   // a transactional_record_store that joins the caller's transaction
     bool server_clock = false;         // expiry decided by the server's clock
     bool self_expiring = false;        // the server drops expired entries itself; purge has nothing to do
 };

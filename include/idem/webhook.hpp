@@ -1,19 +1,42 @@
-// idem/webhook.hpp: dedupe provider webhooks by their event id, safely.
+// idem/webhook.hpp: provider webhooks verified, deduplicated by event id and
+// answered the way providers expect, in one call.
 //
 // Providers deliver at least once and send no Idempotency-Key: the event id is
-// the identity. Verify the signature over the exact bytes received *before*
-// claiming the id, or a forged request turns the real delivery into a duplicate:
+// the identity. The receiver verifies the signature over the exact bytes
+// received (constant time, any of several secrets) *before* claiming the id, so
+// a forged request cannot turn the real delivery into a duplicate; then it runs
+// the handler once per event (in a transaction of `runner`, here) and answers:
 //
-//   if (!idem::webhook::signature_matches(secret, raw_body, req.header("X-Signature")))
-//       return unauthorized();
-//   auto key = idem::webhook::event_key("payments-provider", event.id, idem::scope::custom("account", acct));
-//   exec.execute(tx, key, idem::webhook::fingerprint, {}, apply_event, codec);  // once per event
+//   idem::webhook::receiver stripe{exec, {.provider = "stripe",
+//       .scheme = idem::webhook::timestamped_signature{},       // Stripe-Signature: t=...,v1=...
+//       .secrets = {current_secret, previous_secret},
+//       .identify = idem::webhook::id_from_json("id", idem::scope::custom("account", "acct_1"))}};
+//   auto a = stripe.handle(runner, {.body = req.body, .headers = headers},
+//       [&](idem::transaction& tx, const idem::webhook::event& e) { return apply(tx, e.body); });
+//   res.status = a.status;  // 2xx: done for good; 5xx: the provider redelivers
+//
+// The handler says what became of the event: applied, a permanent failure (it
+// can never be applied: stored and answered 2xx, so redeliveries stop) or a
+// transient one (answered 5xx with the key released and, in a transaction,
+// its writes rolled back, so the redelivery runs it again).
 #pragma once
 
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
 
+#include "idem/clock.hpp"
+#include "idem/execute_in_transaction.hpp"
+#include "idem/executor.hpp"
 #include "idem/record_key.hpp"
+#include "idem/result_codec.hpp"
 
 namespace idem::webhook {
 
@@ -31,5 +54,189 @@ inline constexpr std::string_view fingerprint = "event";
 
 // Namespace "webhook:{provider}", key keys::from_message(event_id, provider).
 [[nodiscard]] record_key event_key(std::string_view provider, std::string_view event_id, const scope& owner);
+
+// One request as received: the exact body bytes and the header fields.
+struct delivery {
+    std::string_view body = {};
+    std::vector<std::pair<std::string_view, std::string_view>> headers = {};
+
+    // The first value of a header, matched case-insensitively; empty when absent.
+    [[nodiscard]] std::string_view header(std::string_view name) const noexcept;
+};
+
+// Stripe's scheme: `Stripe-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>...]`, each
+// v1 the HMAC-SHA256 of "<t>.<body>"; other elements (v0) are ignored. A timestamp
+// further than `tolerance` from now is refused, so a captured delivery cannot be
+// replayed later (and a replay within the window is a duplicate event).
+struct timestamped_signature {
+    std::string header = "Stripe-Signature";
+    std::string version = "v1";
+    std::chrono::seconds tolerance = std::chrono::minutes(5);
+};
+
+// GitHub's scheme: `X-Hub-Signature-256: sha256=<hex>`, the HMAC-SHA256 of the body.
+struct body_signature {
+    std::string header = "X-Hub-Signature-256";
+    std::string prefix = "sha256=";
+};
+
+using signature_scheme = std::variant<timestamped_signature, body_signature>;
+
+enum class verification {
+    valid,
+    missing,            // no signature header
+    malformed,          // the header does not have the scheme's shape
+    mismatch,           // no signature matches the body under any secret
+    outside_tolerance,  // timestamped: signed too long ago (or too far ahead)
+};
+
+[[nodiscard]] std::string_view to_string(verification v) noexcept;
+
+// Checks `d` against every secret (rotation: the new one and the old one until
+// the provider stops using it); each comparison takes constant time.
+[[nodiscard]] verification verify(const signature_scheme& scheme, std::span<const std::string> secrets,
+                                  const delivery& d, time_point now);
+
+// Who an event belongs to and its id, read from a verified delivery.
+struct event_identity {
+    std::string id;
+    idem::scope owner;
+};
+using identify_event = std::function<std::optional<event_identity>(const delivery&)>;
+
+// The id is the top-level string field `field` of the JSON body (Stripe: "id").
+[[nodiscard]] identify_event id_from_json(std::string field, idem::scope owner);
+// The id is a header's value (GitHub: "X-GitHub-Delivery").
+[[nodiscard]] identify_event id_from_header(std::string header, idem::scope owner);
+
+// What a handler is given: the event's id and the verified body.
+struct event {
+    std::string_view id;
+    std::string_view body;
+};
+
+// What the handler made of an event.
+class handler_result {
+public:
+    enum class kind { applied, permanent_failure, transient_failure };
+
+    // Done: stored, answered 200; redeliveries replay it.
+    [[nodiscard]] static handler_result applied(std::string detail = {}) { return {kind::applied, std::move(detail)}; }
+    // Can never be applied (unknown account, invalid payload): stored and answered 200,
+    // so the provider stops redelivering; redeliveries replay the failure.
+    [[nodiscard]] static handler_result permanent_failure(std::string reason) {
+        return {kind::permanent_failure, std::move(reason)};
+    }
+    // May apply later (a dependency is down): answered 503, the key released and, in a
+    // transaction, every write rolled back, so the provider's redelivery runs it again.
+    [[nodiscard]] static handler_result transient_failure(std::string reason) {
+        return {kind::transient_failure, std::move(reason)};
+    }
+
+    [[nodiscard]] kind outcome() const noexcept { return kind_; }
+    [[nodiscard]] const std::string& detail() const noexcept { return detail_; }
+    [[nodiscard]] bool operator==(const handler_result&) const = default;
+
+private:
+    handler_result(kind k, std::string detail) : kind_(k), detail_(std::move(detail)) {}
+    kind kind_;
+    std::string detail_;
+};
+
+// How a delivery was answered.
+enum class verdict {
+    applied,            // 200: the handler applied the event now
+    duplicate,          // 200: the event was handled before; its outcome is replayed
+    permanent_failure,  // 200: the handler can never apply it; stored, so redeliveries stop
+    transient_failure,  // 503: the key was released; the provider's redelivery runs it again
+    in_flight,          // 409: another delivery of the event is being handled; the provider retries
+    unauthenticated,    // 401: the signature did not verify; nothing was claimed
+    unidentified,       // 400: a verified delivery without an event id; nothing was claimed
+};
+
+[[nodiscard]] std::string_view to_string(verdict v) noexcept;
+
+struct answer {
+    int status;
+    idem::webhook::verdict verdict;
+    std::string body;  // application/json: {"event": ..., "result": ..., "detail": ...}; never a secret
+    // What the handler said, for applied, duplicate and the failures.
+    std::optional<handler_result> result = {};
+
+    // Whether the provider will deliver again (any answer but 2xx).
+    [[nodiscard]] bool redelivery_expected() const noexcept { return status < 200 || status > 299; }
+};
+
+// Fields have default initializers so designated initializers stay warning-free.
+struct receiver_options {
+    std::string provider = {};              // the namespace "webhook:{provider}"
+    signature_scheme scheme = {};           // how the provider signs
+    std::vector<std::string> secrets = {};  // any one verifies: rotate by adding, then removing
+    identify_event identify = {};           // the event id and its owner
+    execution_options execution = {};       // profile, mode, retention (the provider's redelivery window)
+    std::shared_ptr<const idem::clock> time = idem::clock::system();  // for the tolerance window
+};
+
+namespace detail {
+// Stores a handler_result; classifies a transient failure as release.
+class handler_result_codec final : public result_codec<handler_result> {
+public:
+    [[nodiscard]] std::string serialize(const handler_result& r) const override;
+    [[nodiscard]] handler_result deserialize(std::string_view payload) const override;
+    [[nodiscard]] classification classify(const handler_result& r) const override;
+};
+}  // namespace detail
+
+class receiver {
+public:
+    // std::invalid_argument when the provider is empty, no secret is given (or one is
+    // empty), identify is missing, or a timestamped scheme's tolerance is not positive.
+    receiver(executor& exec, receiver_options options);
+
+    // Lease mode: handler(const event&) -> handler_result, its effects outside a database
+    // transaction. An exception from the handler propagates (the server answers 500)
+    // and the key stays in flight until its lease ends: the outcome is unknown.
+    template <class Handler>
+    [[nodiscard]] answer handle(const delivery& d, Handler&& handler) {
+        auto admitted = admit(d);
+        if (auto* refused = std::get_if<answer>(&admitted)) return std::move(*refused);
+        const auto& [key, id] = std::get<accepted>(admitted);
+        const event e{id, d.body};
+        return respond(id, exec_.execute(
+                               key, fingerprint, options_.execution, [&] { return handler(e); }, codec_));
+    }
+
+    // In a transaction of `runner`: handler(transaction&, const event&) -> handler_result.
+    // The record commits with the handler's writes; a transient failure or an exception
+    // rolls both back, so the key is free for the redelivery.
+    template <class Handler>
+    [[nodiscard]] answer handle(transaction_runner& runner, const delivery& d, Handler&& handler) {
+        auto admitted = admit(d);
+        if (auto* refused = std::get_if<answer>(&admitted)) return std::move(*refused);
+        const auto& [key, id] = std::get<accepted>(admitted);
+        const event e{id, d.body};
+        return respond(id, execute_in_transaction(
+                               exec_, runner, key, fingerprint, options_.execution,
+                               [&](transaction& tx) { return handler(tx, e); }, codec_,
+                               [](const execution<handler_result>& x) { return !is_transient(x); }));
+    }
+
+    [[nodiscard]] const receiver_options& options() const noexcept { return options_; }
+
+private:
+    struct accepted {
+        record_key key;
+        std::string id;
+    };
+
+    // The key and id of a verified, identified delivery, or the answer refusing it.
+    [[nodiscard]] std::variant<accepted, answer> admit(const delivery& d) const;
+    [[nodiscard]] answer respond(std::string_view id, const execution<handler_result>& e) const;
+    [[nodiscard]] static bool is_transient(const execution<handler_result>& e) noexcept;
+
+    executor& exec_;
+    receiver_options options_;
+    detail::handler_result_codec codec_;
+};
 
 }  // namespace idem::webhook

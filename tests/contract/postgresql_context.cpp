@@ -1,32 +1,33 @@
-#include <thread>
+// The contract suite against the PostgreSQL store. A real clock: the database
+// decides expiry, so the suite waits for real (the context's defaults).
+#include <soci/soci.h>
 
+#include "idem/contract.hpp"
 #include "idem/postgresql_store.hpp"
+#include "idem/transaction_runner.hpp"
 #include "postgres_server.hpp"
-#include "store_context.hpp"
 
-namespace idem::contract {
 namespace {
 
-using namespace std::chrono_literals;
-
-// A real clock: the database decides expiry, so advance() waits for real.
-struct postgresql_context final : store_context {
+struct postgresql_context final : idem::contract::store_context {
     [[nodiscard]] std::string name() const override { return "postgresql"; }
-    [[nodiscard]] std::shared_ptr<record_store> make_store() override {
-        postgresql_store_options options;
-        options.connection = test::shared_postgres();
+    [[nodiscard]] std::shared_ptr<idem::record_store> make_store() override {
+        idem::postgresql_store_options options;
+        options.connection = idem::test::shared_postgres();
         options.pool_size = 16;  // fewer than the race's 64 threads: the rest wait for a connection
-        return std::make_shared<postgresql_store>(options);
+        return std::make_shared<idem::postgresql_store>(options);
     }
-    void advance(duration by) override { std::this_thread::sleep_for(by); }
-    [[nodiscard]] duration short_span() const override { return 100ms; }
+    void run_in_transaction(const std::function<void(idem::transaction&)>& work, bool commit) override {
+        soci::session session;
+        idem::open_postgresql_session(session, idem::test::shared_postgres());
+        idem::transaction_runner runner{session};
+        runner.run([&](idem::transaction& tx) { work(tx); }, [&] { return commit; });
+    }
 };
 
 }  // namespace
 
-store_context& context() {
-    static postgresql_context instance;
-    return instance;
+int main(int argc, char** argv) {
+    postgresql_context context;
+    return idem::contract::run(context, argc, argv);
 }
-
-}  // namespace idem::contract

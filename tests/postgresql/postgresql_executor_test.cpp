@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -103,6 +104,56 @@ TEST_CASE("executor on postgresql: 32 threads on their own connections run one k
     CHECK(replayed == threads - 1);
     CHECK(f.runs == 1);
     CHECK(f.ledger() == 1);
+}
+
+// Observe inside a transaction reserves on the store's own connection. Request B
+// holds a row lock in its business transaction while its detached reservation
+// waits for the uncommitted record of request A, and A waits for B's row: a
+// cycle across B's two connections that PostgreSQL cannot see. The store's
+// default lock_timeout ends it; B then runs without idempotency and commits.
+TEST_CASE("executor on postgresql, observe inside a transaction: the default lock wait ends a cycle; both commit") {
+    executor_fixture f;
+    const auto bound = idem::postgresql_store_options{}.lock_timeout;
+    REQUIRE(bound > 0ms);
+    std::promise<void> a_reserved, b_locked;
+    std::jthread request_a([&] {
+        executor_fixture::connection a(*f.database);
+        auto e = a.runner->run([&](transaction& tx) {
+            return f.exec.execute(tx, bank::transfer_key("cycle"), bank::fingerprint, {},
+                                  [&] {
+                                      a_reserved.set_value();
+                                      b_locked.get_future().wait();
+                                      bank::move_money(tx.session(), "cycle-a", 10);  // waits for B's row
+                                      return std::string("a moved 10");
+                                  },
+                                  f.codec);
+        });
+        CHECK(e.status() == execution_status::executed);
+        CHECK(a.runner->last_state() == idem::transaction_state::committed);
+    });
+    a_reserved.get_future().wait();
+
+    const auto started = std::chrono::steady_clock::now();
+    auto b = f.runner->run([&](transaction& tx) {
+        tx.session() << "UPDATE accounts SET balance = balance WHERE id = 'alice'";  // B's row lock
+        b_locked.set_value();
+        return f.exec.execute(tx, bank::transfer_key("cycle"), bank::fingerprint, {.mode = idem::mode::observe},
+                              f.operation(tx, "cycle-b"), f.codec);
+    });
+    const auto waited = std::chrono::steady_clock::now() - started;
+    request_a.join();
+
+    MESSAGE("observe's reservation gave up after " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
+                                                   << " ms (lock_timeout " << bound.count() << " ms)");
+    CHECK(waited >= bound - 100ms);  // it really waited on A's record
+    CHECK(waited < bound + 3s);
+    CHECK(b.status() == execution_status::executed);
+    CHECK(f.sink->logged("idem.observe.reserve_failed"));
+    CHECK(f.sink->count(idem::outcome::reserve_failed, idem::mode::observe) == 1);
+    CHECK(f.runner->last_state() == idem::transaction_state::committed);
+    CHECK(f.ledger() == 2);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 20);
+    CHECK(f.record("cycle") == reservation_status::completed);  // A's record
 }
 
 }  // namespace idem::test

@@ -5,6 +5,8 @@
 // tests/postgresql/postgresql_executor_test.cpp for their own cases).
 #include <doctest/doctest.h>
 
+#include <stop_token>
+
 #include "executor_fixture.hpp"
 
 namespace idem::test {
@@ -123,6 +125,44 @@ TEST_CASE("executor placement, observe: a record write that fails keeps the busi
     CHECK(f.ledger() == 1);
     CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
     CHECK(f.record("o-2") == reservation_status::reserved);  // no record: a retry under enforce runs again
+}
+
+TEST_CASE("executor placement, observe inside the transaction: a stop before the start frees the key") {
+    executor_fixture f;
+    std::stop_source stop;
+    stop.request_stop();
+    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
+        return f.exec.execute(tx, bank::transfer_key("o-5"), bank::fingerprint, {.mode = idem::mode::observe},
+                              f.operation(tx, "o-5"), f.codec, stop.get_token());
+    }),
+                    idem::operation_cancelled);
+    CHECK(f.runs == 0);
+    CHECK(f.ledger() == 0);
+    CHECK(f.sink->count(idem::outcome::released, idem::mode::observe) == 1);
+    // The reservation was made apart from the transaction, so it is released apart
+    // from it too: the rollback of the business cannot undo the release.
+    CHECK(f.record("o-5") == reservation_status::reserved);  // free
+    CHECK(f.transfer("o-5").status() == execution_status::executed);
+}
+
+TEST_CASE("executor placement, observe inside the transaction: a failing operation frees its reservation") {
+    executor_fixture f;
+    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
+        return f.exec.execute(tx, bank::transfer_key("o-6"), bank::fingerprint, {.mode = idem::mode::observe},
+                              [&]() -> std::string {
+                                  bank::move_money(tx.session(), "o-6", 10);
+                                  throw bank::business_failure();
+                              },
+                              f.codec);
+    }),
+                    bank::business_failure);
+    CHECK(f.ledger() == 0);
+    CHECK(f.record("o-6") == reservation_status::reserved);  // as Enforce's rollback would leave it: free
+    bool logged = false;
+    for (const auto& l : f.sink->logs())
+        if (l.name == "idem.operation.failed")
+            logged = l.message.find("the reservation made outside it is released") != std::string::npos;
+    CHECK(logged);
 }
 
 }  // namespace idem::test

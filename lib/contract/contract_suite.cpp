@@ -1,14 +1,19 @@
-// The record-store contract (SPEC section 2), written once and run against every store.
+// The record-store contract (SPEC section 2), written once and run against every
+// store: the built-in ones in tests/contract, anyone's through idem::contract::run.
+// Scenarios that need a capability sit in a doctest test suite named after the
+// store_traits flag; run() excludes the suites the store's traits rule out.
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <barrier>
+#include <functional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "contract_context.hpp"
 #include "idem/keys.hpp"
-#include "store_context.hpp"
+#include "idem/transactional_record_store.hpp"
 
 namespace idem::contract {
 namespace {
@@ -23,7 +28,7 @@ std::string fresh_namespace() {
 }
 
 struct fixture {
-    store_context& ctx = context();
+    store_context& ctx = current();
     std::shared_ptr<record_store> store = ctx.make_store();
     std::string ns = fresh_namespace();
     duration span = ctx.short_span();
@@ -192,7 +197,8 @@ TEST_CASE("contract: case and trailing spaces make distinct scopes and keys") {
         CHECK(f.store->try_reserve(keys[i], "fp", f.long_span()).payload == "payload " + std::to_string(i));
 }
 
-TEST_CASE("contract: concurrent reserves of one key give exactly one reserved") {
+TEST_CASE("contract: concurrent reserves of one key give exactly one reserved" *
+          doctest::test_suite("atomic_reserve")) {
     fixture f;
     const int threads = f.ctx.race_threads();
     const int rounds = f.ctx.race_rounds();
@@ -269,6 +275,107 @@ TEST_CASE("contract: bad arguments are rejected and change nothing") {
     CHECK(f.store->try_reserve(f.key("x"), "fp", f.long_span()).status == status::reserved);
     CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::in_flight);
     CHECK(f.store->complete(f.key(), r.token, "fp", "p", f.long_span()));
+}
+
+// Off a server clock the context moves time itself, so expiry can be checked to
+// the millisecond: expired means expires_at <= now, in every store.
+TEST_CASE("contract: an entry is live until the instant its lease or retention ends" *
+          doctest::test_suite("local_clock")) {
+    fixture f;
+    const duration lease = f.span;
+    auto r = f.store->try_reserve(f.key(), "fp", lease);
+    REQUIRE(r.status == status::reserved);
+    f.ctx.advance(lease - 1ms);
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::in_flight);
+    f.ctx.advance(1ms);
+    auto retry = f.store->try_reserve(f.key(), "fp", lease);
+    REQUIRE(retry.status == status::reserved);
+    REQUIRE(f.store->complete(f.key(), retry.token, "fp", "done", lease * 2));
+    f.ctx.advance(lease * 2 - 1ms);
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::completed);
+    f.ctx.advance(1ms);
+    CHECK(f.store->try_reserve(f.key(), "other-fp", f.long_span()).status == status::reserved);
+}
+
+// ---------------------------------------------------------------------------
+// Stores that join the caller's transaction (transactional_record_store).
+
+namespace {
+
+struct transaction_fixture : fixture {
+    transactional_record_store& joined = as_transactional(*store);
+
+    static transactional_record_store& as_transactional(record_store& s) {
+        auto* joined = dynamic_cast<transactional_record_store*>(&s);
+        if (joined == nullptr)
+            throw std::logic_error("traits() say joins_transactions, but the store is no transactional_record_store");
+        return *joined;
+    }
+    void in_transaction(const std::function<void(transaction&)>& work, bool commit = true) {
+        ctx.run_in_transaction(work, commit);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("contract: a reservation whose transaction rolls back leaves nothing" *
+          doctest::test_suite("joins_transactions")) {
+    transaction_fixture f;
+    f.in_transaction(
+        [&](transaction& tx) {
+            auto r = f.joined.try_reserve(tx, f.key(), "fp", f.long_span());
+            CHECK(r.status == status::reserved);
+            CHECK_FALSE(r.token.empty());
+        },
+        false);
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::reserved);
+}
+
+TEST_CASE("contract: a record completed in a committed transaction replays through the detached view" *
+          doctest::test_suite("joins_transactions")) {
+    transaction_fixture f;
+    f.in_transaction([&](transaction& tx) {
+        auto r = f.joined.try_reserve(tx, f.key(), "fp", f.long_span());
+        REQUIRE(r.status == status::reserved);
+        CHECK(f.joined.complete(tx, f.key(), r.token, "fp", binary_payload, f.long_span()));
+    });
+    auto replay = f.store->try_reserve(f.key(), "fp", f.long_span());
+    CHECK(replay.status == status::completed);
+    CHECK(replay.payload == binary_payload);
+    CHECK(f.store->try_reserve(f.key(), "other", f.long_span()).status == status::fingerprint_mismatch);
+}
+
+TEST_CASE("contract: a transaction sees what the detached view recorded, and settles it" *
+          doctest::test_suite("joins_transactions")) {
+    transaction_fixture f;
+    auto done = f.store->try_reserve(f.key("done"), "fp", f.long_span());
+    REQUIRE(f.store->complete(f.key("done"), done.token, "fp", "kept", f.long_span()));
+    auto held = f.store->try_reserve(f.key("held"), "fp", f.long_span());
+    REQUIRE(held.status == status::reserved);
+    f.in_transaction([&](transaction& tx) {
+        auto replay = f.joined.try_reserve(tx, f.key("done"), "fp", f.long_span());
+        CHECK(replay.status == status::completed);
+        CHECK(replay.payload == "kept");
+        CHECK(f.joined.try_reserve(tx, f.key("done"), "other", f.long_span()).status == status::fingerprint_mismatch);
+        CHECK(f.joined.try_reserve(tx, f.key("held"), "fp", f.long_span()).status == status::in_flight);
+        CHECK_FALSE(f.joined.release(tx, f.key("held"), "not-the-token"));
+        CHECK(f.joined.release(tx, f.key("held"), held.token));
+    });
+    CHECK(f.store->try_reserve(f.key("held"), "fp", f.long_span()).status == status::reserved);
+}
+
+TEST_CASE("contract: a release or completion in a transaction that rolls back is undone" *
+          doctest::test_suite("joins_transactions")) {
+    transaction_fixture f;
+    auto r = f.store->try_reserve(f.key(), "fp", f.long_span());
+    REQUIRE(r.status == status::reserved);
+    f.in_transaction([&](transaction& tx) { CHECK(f.joined.release(tx, f.key(), r.token)); }, false);
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::in_flight);
+    f.in_transaction([&](transaction& tx) { CHECK(f.joined.complete(tx, f.key(), r.token, "fp", "x", f.long_span())); },
+                     false);
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::in_flight);
+    CHECK(f.store->complete(f.key(), r.token, "fp", "after", f.long_span()));
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).payload == "after");
 }
 
 }  // namespace idem::contract
