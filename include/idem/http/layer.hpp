@@ -24,12 +24,12 @@
 
 namespace idem::http {
 
-enum class unscoped_behavior {
-    reject,  // 400 Idempotency.ScopeRequired
-    bypass,  // run the endpoint without idempotency (counted as unscoped)
-};
+using idem::unscoped_behavior;
 
 struct layer_options {
+    // Read on every request. A layer built on an executor reads these from the executor's
+    // options source instead (mode and durations through `profile`, the rest from
+    // executor_options::http), so one replace() switches executor, inbox and layer at once.
     std::string header_name = "Idempotency-Key";
     std::set<std::string, std::less<>> methods = {"POST", "PATCH"};
     bool require_key = false;  // a missing key: 400 KeyMissing, or run without idempotency
@@ -37,6 +37,7 @@ struct layer_options {
     scope_resolver resolver = nullptr;
     unscoped_behavior unscoped = unscoped_behavior::reject;
     std::string name_space = "http";
+    std::string profile = {};  // the profile the layer's calls resolve through ("" for none)
     idem::mode mode = mode::enforce;
     // How long a request holds its key when nobody settles it (crash, 503, exception).
     duration lease = std::chrono::minutes(1);
@@ -60,17 +61,30 @@ struct admission {
 
 class idempotency_layer {
 public:
-    // Invalid options (lease above 15 minutes or above retention, non-positive spans,
-    // no methods) throw options_error naming every invalid field.
+    // A layer with a store and options of its own. Invalid options (lease above 15 minutes
+    // or above retention, non-positive spans, no methods) throw options_error naming every
+    // invalid field. source() replaces them live.
     idempotency_layer(std::shared_ptr<record_store> store, layer_options options = {},
                       std::shared_ptr<telemetry_sink> telemetry = nullptr);
+    // A layer on `exec`'s stores, options source and telemetry (`exec` must outlive it):
+    // of `options` only methods, resolver, name_space, profile, max_stored_body,
+    // retry_after and replayed_headers are used; the rest comes from the source.
+    explicit idempotency_layer(executor& exec, layer_options options = {});
 
     // Runs `endpoint` (response()) at most once per key, or answers for it. An exception
     // from the endpoint propagates and keeps the key in flight until the lease ends.
+    // In Observe the endpoint runs for every request, exactly as in Off: what Enforce
+    // would have answered (400, a replay, 409, 422) is counted and logged, never sent.
     template <class Endpoint>
     response handle(const request& req, Endpoint&& endpoint) {
+        return handle(req, settings(), std::forward<Endpoint>(endpoint));
+    }
+    // The same with the settings an adapter read to find the key header (settings()),
+    // so the whole request sees one snapshot of them.
+    template <class Endpoint>
+    response handle(const request& req, const resolved_options& live, Endpoint&& endpoint) {
         detail::function_ref<response()> run(endpoint);
-        return handle_erased(req, run);
+        return handle_erased(req, live, run);
     }
 
     // The steps of handle(), for endpoints that run the executor themselves
@@ -79,14 +93,22 @@ public:
     // The response for an execution: the live one, a replay, 409 or 422.
     [[nodiscard]] response answer(execution<response>&& e) const;
 
+    // The fixed options; the live ones are in source().
     [[nodiscard]] const layer_options& options() const noexcept { return options_; }
+    [[nodiscard]] options_source& source() const noexcept { return executor_.options(); }
+    // The mode and header settings a request arriving now reads.
+    [[nodiscard]] resolved_options settings() const;
 
 private:
-    response handle_erased(const request& req, detail::function_ref<response()> endpoint);
+    idempotency_layer(std::unique_ptr<executor> owned, layer_options&& options);
+    response handle_erased(const request& req, const resolved_options& live, detail::function_ref<response()> endpoint);
+    [[nodiscard]] admission admit(const request& req, const resolved_options& live) const;
+    void report(const request& req, outcome o, idem::mode m, log_level level, std::string_view event,
+                std::string_view message, std::string_view key_hash = {}) const;
 
+    std::unique_ptr<executor> owned_;  // null when the layer shares an executor
+    executor& executor_;
     layer_options options_;
-    std::shared_ptr<telemetry_sink> telemetry_;
-    executor executor_;
     std::unique_ptr<const result_codec<response>> codec_;
 };
 
