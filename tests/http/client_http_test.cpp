@@ -193,3 +193,28 @@ TEST_CASE("client: through a server that stops and comes back, one key, applied 
     CHECK(r->attempts >= 3);
     CHECK(log.all_equal(transfer.key, transfer.body));
 }
+
+TEST_CASE("client: the README example") {
+    test::loopback_server server;
+    server.server.Post("/transfers", [](const httplib::Request& req, httplib::Response& res) {
+        res.status = req.get_header_value("Authorization") == "Bearer c1" ? 201 : 401;
+        res.set_content(req.body, "application/json");
+    });
+    server.start();
+    const int port = server.port();
+    int status = 0;
+    std::string body;
+    const auto use = [&](int s, const std::string& b) { status = s, body = b; };
+
+    httplib::Client api("127.0.0.1", port);
+    api.set_read_timeout(std::chrono::seconds(5));
+    const idem::http::outgoing_request transfer{.path = "/transfers",
+                                                .body = R"({"from":"alice","to":"bob","amount":500})",
+                                                .headers = {{"Authorization", "Bearer c1"}}};
+    const idem::http::call_result r = idem::http::send(api, transfer, {.budget = std::chrono::seconds(90)});
+    if (r.status == idem::http::call_status::gave_up) throw std::runtime_error("payments unreachable: " + r.error);
+    use(r.answer->status, r.answer->body);  // the one true answer, perhaps a replay
+
+    CHECK(status == 201);
+    CHECK(body == transfer.body);
+}
