@@ -63,7 +63,7 @@ std::string describe(const std::exception_ptr& ep) {
 
 httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler, httplib_options options) {
     return [&layer, handler = std::move(handler), options = std::move(options)](const httplib::Request& req,
-                                                                               httplib::Response& res) {
+                                                                                httplib::Response& res) {
         if (holds_nul(req)) return write(problem(codes::header_invalid), res);
         const resolved_options live = layer.settings();
         const std::string& header = live.http.header_name;
@@ -93,14 +93,17 @@ httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler, ht
 
 void protect(httplib::Server& server, std::shared_ptr<telemetry_sink> telemetry) {
     if (!telemetry) telemetry = null_sink();
-    server.set_exception_handler([telemetry](const httplib::Request& req, httplib::Response& res,
-                                             std::exception_ptr ep) {
-        const std::string correlation_id = new_key();
-        const std::string message = "correlation_id=" + correlation_id + ": " + describe(ep);
-        telemetry->on_log({log_level::error, "idem.http.exception", {}, message,
-                           {.entry = entry_point::http, .method = req.method, .route = req.path}});
-        write(problem(codes::internal_error, correlation_id), res);
-    });
+    server.set_exception_handler(
+        [telemetry](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+            const std::string correlation_id = new_key();
+            const std::string message = "correlation_id=" + correlation_id + ": " + describe(ep);
+            telemetry->on_log({log_level::error,
+                               "idem.http.exception",
+                               {},
+                               message,
+                               {.entry = entry_point::http, .method = req.method, .route = req.path}});
+            write(problem(codes::internal_error, correlation_id), res);
+        });
     server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
         if (!holds_nul(req)) return httplib::Server::HandlerResponse::Unhandled;
         write(problem(codes::header_invalid), res);

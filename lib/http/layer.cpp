@@ -75,9 +75,13 @@ idempotency_layer::idempotency_layer(std::unique_ptr<executor> owned, layer_opti
       options_(std::move(options)),
       codec_(std::make_unique<response_codec>(options_)) {}
 
-resolved_options idempotency_layer::settings() const { return source().resolve({.profile = options_.profile}); }
+resolved_options idempotency_layer::settings() const {
+    return source().resolve({.profile = options_.profile});
+}
 
-admission idempotency_layer::admit(const request& req) const { return admit(req, settings()); }
+admission idempotency_layer::admit(const request& req) const {
+    return admit(req, settings());
+}
 
 admission idempotency_layer::admit(const request& req, const resolved_options& live) const {
     if (live.mode == mode::off || !options_.methods.contains(req.method)) return {};
@@ -108,14 +112,17 @@ admission idempotency_layer::admit(const request& req, const resolved_options& l
 
 response idempotency_layer::answer(execution<response>&& e) const {
     switch (e.status()) {
-        case execution_status::executed: return std::move(e).value();
+        case execution_status::executed:
+            return std::move(e).value();
         case execution_status::replayed: {
             response r = std::move(e).value();
             r.set_header("Idempotent-Replayed", "true");
             return r;
         }
-        case execution_status::in_flight: return with_retry_after(problem(codes::in_flight), options_.retry_after);
-        case execution_status::key_reused: return problem(codes::key_reused);
+        case execution_status::in_flight:
+            return with_retry_after(problem(codes::in_flight), options_.retry_after);
+        case execution_status::key_reused:
+            return problem(codes::key_reused);
     }
     return problem(codes::key_reused);
 }
@@ -124,9 +131,12 @@ void idempotency_layer::report(const request& req, outcome o, idem::mode m, log_
                                std::string_view message, std::string_view key_hash) const {
     telemetry_sink& sink = executor_.telemetry();
     sink.on_decision({entry_point::http, o, m, options_.profile});
-    const std::string text = m == mode::enforce ? std::string(message)
-                                                : fmt::format("{}; Observe let it through", message);
-    sink.on_log({level, event, key_hash, text,
+    const std::string text =
+        m == mode::enforce ? std::string(message) : fmt::format("{}; Observe let it through", message);
+    sink.on_log({level,
+                 event,
+                 key_hash,
+                 text,
                  {entry_point::http, options_.name_space, options_.profile, req.method, req.route}});
 }
 
@@ -149,12 +159,14 @@ response idempotency_layer::handle_erased(const request& req, const resolved_opt
     try {
         execution<response> e = executor_.execute(*a.key, a.fingerprint, call, run, *codec_);
         if (e.mode() == mode::observe && e.enforce_decision() != execution_status::executed) {
-            const std::string would =
-                e.enforce_decision() == execution_status::replayed
-                    ? std::string("a replay of the stored response")
-                    : fmt::format("{} {}", problem_for(e.enforce_decision()).status, problem_for(e.enforce_decision()).code);
+            const std::string would = e.enforce_decision() == execution_status::replayed
+                                          ? std::string("a replay of the stored response")
+                                          : fmt::format("{} {}", problem_for(e.enforce_decision()).status,
+                                                        problem_for(e.enforce_decision()).code);
             executor_.telemetry().on_log(
-                {log_level::info, "idem.observe.would_answer", a.key->key_hash(),
+                {log_level::info,
+                 "idem.observe.would_answer",
+                 a.key->key_hash(),
                  fmt::format("Enforce would have answered {}; Observe ran the endpoint", would),
                  {entry_point::http, options_.name_space, options_.profile, req.method, req.route}});
         }

@@ -31,7 +31,9 @@ response problem_with(const problem_code& code, std::string_view extra_members) 
 
 }  // namespace
 
-response problem(const problem_code& code) { return problem_with(code, ""); }
+response problem(const problem_code& code) {
+    return problem_with(code, "");
+}
 
 response problem(const problem_code& code, std::string_view correlation_id) {
     response r = problem_with(code, fmt::format(R"(,"correlation_id":"{}")", json_escaped(correlation_id)));

@@ -50,7 +50,8 @@ public:
         }
         std::string answer;
         char buffer[4096];
-        for (ssize_t n; (n = ::read(fd_, buffer, sizeof buffer)) > 0;) answer.append(buffer, static_cast<std::size_t>(n));
+        for (ssize_t n; (n = ::read(fd_, buffer, sizeof buffer)) > 0;)
+            answer.append(buffer, static_cast<std::size_t>(n));
         return answer;
     }
 
@@ -72,20 +73,30 @@ struct guarded_service {
     explicit guarded_service(mode m = mode::enforce)
         : layer(std::make_shared<memory_store>(), {.resolver = scopes::user(), .mode = m}, logs) {
         const http::httplib_options as_alice{.claims_of = [](const httplib::Request&) { return claims{{"sub", "a"}}; }};
-        http.server.Post("/sql", http::idempotent(layer, [this](const httplib::Request&, httplib::Response& res) {
-            ++runs;
-            res.set_header("X-Partial", "written before the failure");
-            throw std::runtime_error("ERROR: duplicate key value violates unique constraint; SELECT balance FROM "
+        http.server.Post("/sql",
+                         http::idempotent(
+                             layer,
+                             [this](const httplib::Request&, httplib::Response& res) {
+                                 ++runs;
+                                 res.set_header("X-Partial", "written before the failure");
+                                 throw std::runtime_error(
+                                     "ERROR: duplicate key value violates unique constraint; SELECT balance FROM "
                                      "accounts WHERE id = 'alice' (pid 4242)");
-        }, as_alice));
+                             },
+                             as_alice));
         http.server.Get("/odd", [](const httplib::Request&, httplib::Response&) { throw 42; });
-        http.server.Post("/echo", http::idempotent(layer, [this](const httplib::Request& req, httplib::Response& res) {
-            ++runs;
-            std::string parts;
-            for (const auto& [name, file] : req.files) parts += name + "=" + file.content + ";";
-            res.status = 201;
-            res.set_content("run " + std::to_string(runs.load()) + " " + req.body + parts, "text/plain");
-        }, as_alice));
+        http.server.Post("/echo", http::idempotent(
+                                      layer,
+                                      [this](const httplib::Request& req, httplib::Response& res) {
+                                          ++runs;
+                                          std::string parts;
+                                          for (const auto& [name, file] : req.files)
+                                              parts += name + "=" + file.content + ";";
+                                          res.status = 201;
+                                          res.set_content("run " + std::to_string(runs.load()) + " " + req.body + parts,
+                                                          "text/plain");
+                                      },
+                                      as_alice));
         http::protect(http.server, logs);
         http.start();
     }
@@ -142,17 +153,18 @@ TEST_CASE("adapter: a header value holding NUL is 400 Request.HeaderInvalid and 
         CAPTURE(to_string(m));
         guarded_service s(m);
         // cpp-httplib 0.11 keeps the NUL (and decodes %00 into one): "k\0one" must not act as "k".
-        for (const std::string& lines : {std::string("Idempotency-Key: k\0one\r\n", 24),
-                                         std::string("Idempotency-Key: k%00one\r\n"),
-                                         std::string("Idempotency-Key: k\r\nX-User: alice\0x\r\n", 37)}) {
+        for (const std::string& lines :
+             {std::string("Idempotency-Key: k\0one\r\n", 24), std::string("Idempotency-Key: k%00one\r\n"),
+              std::string("Idempotency-Key: k\r\nX-User: alice\0x\r\n", 37)}) {
             const std::string answer = raw_socket(s.http.port()).exchange(raw_post("/echo", lines));
             CHECK(answer.starts_with("HTTP/1.1 400"));
             CHECK(answer.find("Request.HeaderInvalid") != std::string::npos);
             CHECK(answer.find("application/problem+json") != std::string::npos);
         }
         // Routes without the layer are covered by protect().
-        const std::string unwrapped = raw_socket(s.http.port())
-                                          .exchange("GET /odd HTTP/1.1\r\nHost: h\r\nConnection: close\r\nX-A: a\0b\r\n\r\n"s);
+        const std::string unwrapped =
+            raw_socket(s.http.port())
+                .exchange("GET /odd HTTP/1.1\r\nHost: h\r\nConnection: close\r\nX-A: a\0b\r\n\r\n"s);
         CHECK(unwrapped.starts_with("HTTP/1.1 400"));
         CHECK(s.runs == 0);
         // "k" itself was never used: its first request runs.
@@ -166,7 +178,8 @@ TEST_CASE("adapter: a header value holding NUL is 400 Request.HeaderInvalid and 
 TEST_CASE("adapter: multipart bodies are fingerprinted by their parts") {
     guarded_service s;
     httplib::Client client = s.http.client();
-    const httplib::MultipartFormDataItems form = {{"note", "rent", "", ""}, {"scan", "PDF-1", "march.pdf", "application/pdf"}};
+    const httplib::MultipartFormDataItems form = {{"note", "rent", "", ""},
+                                                  {"scan", "PDF-1", "march.pdf", "application/pdf"}};
     const httplib::Headers key{{"Idempotency-Key", "upload-1"}};
     auto first = client.Post("/echo", key, form);  // each request gets a random boundary
     REQUIRE(first);
@@ -178,11 +191,11 @@ TEST_CASE("adapter: multipart bodies are fingerprinted by their parts") {
     CHECK(same->body == first->body);
 
     for (const auto& other : std::vector<httplib::MultipartFormDataItems>{
-             {{"note", "rent", "", ""}, {"scan", "PDF-2", "march.pdf", "application/pdf"}},   // content
-             {{"note", "rent", "", ""}, {"scan", "PDF-1", "april.pdf", "application/pdf"}},   // filename
-             {{"note", "rent", "", ""}, {"scan", "PDF-1", "march.pdf", "text/plain"}},        // content type
-             {{"memo", "rent", "", ""}, {"scan", "PDF-1", "march.pdf", "application/pdf"}},   // name
-             {{"note", "rent", "", ""}}}) {                                                    // a part less
+             {{"note", "rent", "", ""}, {"scan", "PDF-2", "march.pdf", "application/pdf"}},  // content
+             {{"note", "rent", "", ""}, {"scan", "PDF-1", "april.pdf", "application/pdf"}},  // filename
+             {{"note", "rent", "", ""}, {"scan", "PDF-1", "march.pdf", "text/plain"}},       // content type
+             {{"memo", "rent", "", ""}, {"scan", "PDF-1", "march.pdf", "application/pdf"}},  // name
+             {{"note", "rent", "", ""}}}) {                                                  // a part less
         auto reused = client.Post("/echo", key, other);
         CHECK(reused->status == 422);
         CHECK(reused->body.find("Idempotency.KeyReused") != std::string::npos);

@@ -156,13 +156,13 @@ TEST_CASE("client: through a server that stops and comes back, one key, applied 
     attempts_log log;
     const auto serve = [&](test::loopback_server& server, int port) {
         auto layer = std::make_shared<http::idempotency_layer>(store);
-        server.server.Post("/transfers", http::idempotent(*layer, [&, layer](const httplib::Request& req,
-                                                                           httplib::Response& res) {
-            log.add(req);
-            std::this_thread::sleep_for(300ms);  // longer than the client waits for its first answer
-            res.status = 201;
-            res.set_content("transfer " + std::to_string(++applied), "text/plain");
-        }));
+        server.server.Post("/transfers",
+                           http::idempotent(*layer, [&, layer](const httplib::Request& req, httplib::Response& res) {
+                               log.add(req);
+                               std::this_thread::sleep_for(300ms);  // longer than the client waits for its first answer
+                               res.status = 201;
+                               res.set_content("transfer " + std::to_string(++applied), "text/plain");
+                           }));
         server.start(port);
     };
     auto first = std::make_unique<test::loopback_server>();

@@ -75,9 +75,11 @@ TEST_CASE("client: transfers through SIGKILLs and restarts of the payments servi
         httplib::Client c = client_for(service.port());
         for (const auto& [account, balance] : {std::pair{"alice", 1000000}, std::pair{"bob", 0}}) {
             const std::string opening = balance > 0 ? ",\"balance\":" + std::to_string(balance) : "";
-            const auto r = http::send(
-                c, {.path = "/accounts", .body = "{\"id\":\"" + std::string(account) + "\"" + opening + "}", .headers = auth},
-                patient);
+            const auto r = http::send(c,
+                                      {.path = "/accounts",
+                                       .body = "{\"id\":\"" + std::string(account) + "\"" + opening + "}",
+                                       .headers = auth},
+                                      patient);
             REQUIRE(r.answer);
             CAPTURE(r.answer->body);
             REQUIRE(r.answer->status == 201);

@@ -47,14 +47,19 @@ struct shared_options_service {
     std::set<std::string> ran;  // request ids whose endpoint ran
 
     shared_options_service() {
-        auto endpoint = http::idempotent(layer, [this](const httplib::Request& req, httplib::Response& res) {
-            {
-                std::lock_guard lock(mutex);
-                ran.insert(req.get_header_value("X-Request-Id"));
-            }
-            res.status = 201;
-            res.set_content("ran " + req.get_header_value("X-Request-Id"), "text/plain");
-        }, {.claims_of = [](const httplib::Request&) { return claims{{"sub", "alice"}}; }});
+        auto endpoint =
+            http::idempotent(layer,
+                             [this](const httplib::Request& req, httplib::Response& res) {
+                                 {
+                                     std::lock_guard lock(mutex);
+                                     ran.insert(req.get_header_value("X-Request-Id"));
+                                 }
+                                 res.status = 201;
+                                 res.set_content("ran " + req.get_header_value("X-Request-Id"), "text/plain");
+                             },
+                             {.claims_of = [](const httplib::Request&) {
+                                 return claims{{"sub", "alice"}};
+                             }});
         http.server.Post("/t", [endpoint](const httplib::Request& req, httplib::Response& res) {
             current_request = req.get_header_value("X-Request-Id");
             endpoint(req, res);
@@ -102,7 +107,8 @@ TEST_CASE("live options: 8 threads of HTTP while the mode flips 50 times; each a
                 // A first request, its retry, and the key reused for other content.
                 for (const std::string& body : {std::string("same"), std::string("same"), std::string("other")}) {
                     sent r{key + "-" + std::to_string(per_thread[t].size()), body, clock_type::now(), {}, 0, false, {}};
-                    auto res = client.Post("/t", {{"Idempotency-Key", key}, {"X-Request-Id", r.id}}, body, "text/plain");
+                    auto res =
+                        client.Post("/t", {{"Idempotency-Key", key}, {"X-Request-Id", r.id}}, body, "text/plain");
                     r.ended = clock_type::now();
                     CHECK(res);
                     if (!res) return;
@@ -174,7 +180,8 @@ TEST_CASE("live options: 8 threads of HTTP while the mode flips 50 times; each a
                     CHECK(r.status == 422);
                     CHECK(r.body == "other");
                     break;
-                default: FAIL("an unexpected decision in enforce: ", to_string(decided.front().second));
+                default:
+                    FAIL("an unexpected decision in enforce: ", to_string(decided.front().second));
             }
         }
     }

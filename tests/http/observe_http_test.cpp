@@ -42,27 +42,31 @@ struct service {
     std::shared_future<void> release = release_promise.get_future().share();
 
     explicit service(mode m)
-        : layer(std::make_shared<memory_store>(),
-                {.require_key = true, .resolver = scopes::user(), .mode = m},
+        : layer(std::make_shared<memory_store>(), {.require_key = true, .resolver = scopes::user(), .mode = m},
                 std::make_shared<fanout_sink>(std::vector<std::shared_ptr<telemetry_sink>>{metrics, logs})) {
-        const http::httplib_options options{
-            .claims_of =
-                [](const httplib::Request& req) {
-                    claims c;
-                    if (req.has_header("X-User")) c.emplace("sub", req.get_header_value("X-User"));
-                    return c;
-                },
-            .route = "/transfers"};
-        http.server.Post("/transfers", http::idempotent(layer, [this](const httplib::Request& req, httplib::Response& res) {
-            const int n = ++runs;
-            if (hold_next.exchange(false)) {
-                entered.set_value();
-                release.wait();
-            }
-            res.status = 201;
-            res.set_header("Location", "/transfers/" + std::to_string(n));
-            res.set_content("{\"run\":" + std::to_string(n) + ",\"body\":\"" + req.body + "\"}", "application/json");
-        }, options));
+        const http::httplib_options options{.claims_of =
+                                                [](const httplib::Request& req) {
+                                                    claims c;
+                                                    if (req.has_header("X-User"))
+                                                        c.emplace("sub", req.get_header_value("X-User"));
+                                                    return c;
+                                                },
+                                            .route = "/transfers"};
+        http.server.Post("/transfers", http::idempotent(
+                                           layer,
+                                           [this](const httplib::Request& req, httplib::Response& res) {
+                                               const int n = ++runs;
+                                               if (hold_next.exchange(false)) {
+                                                   entered.set_value();
+                                                   release.wait();
+                                               }
+                                               res.status = 201;
+                                               res.set_header("Location", "/transfers/" + std::to_string(n));
+                                               res.set_content(
+                                                   "{\"run\":" + std::to_string(n) + ",\"body\":\"" + req.body + "\"}",
+                                                   "application/json");
+                                           },
+                                           options));
         http.start();
     }
 
@@ -79,14 +83,14 @@ httplib::Headers keyed(std::string key, std::string user = "alice") {
 // Every case Enforce answers by itself, in order; returns what the client saw each time.
 std::vector<seen> run_cases(service& s) {
     std::vector<seen> out;
-    out.push_back(s.post("a", {{"X-User", "alice"}}));                                                 // KeyMissing
-    out.push_back(s.post("b", keyed("has space")));                                                    // KeyInvalid
+    out.push_back(s.post("a", {{"X-User", "alice"}}));                                                    // KeyMissing
+    out.push_back(s.post("b", keyed("has space")));                                                       // KeyInvalid
     out.push_back(s.post("c", {{"Idempotency-Key", "k1"}, {"Idempotency-Key", "k2"}, {"X-User", "a"}}));  // KeyInvalid
-    out.push_back(s.post("d", {{"Idempotency-Key", "k-unscoped"}}));                                   // ScopeRequired
-    out.push_back(s.post("e", keyed("k-replay")));                                                     // executed
-    out.push_back(s.post("e", keyed("k-replay")));                                                     // replay
-    out.push_back(s.post("f", keyed("k-replay")));                                                     // 422
-    s.hold_next = true;                                                                                // 409:
+    out.push_back(s.post("d", {{"Idempotency-Key", "k-unscoped"}}));  // ScopeRequired
+    out.push_back(s.post("e", keyed("k-replay")));                    // executed
+    out.push_back(s.post("e", keyed("k-replay")));                    // replay
+    out.push_back(s.post("f", keyed("k-replay")));                    // 422
+    s.hold_next = true;                                               // 409:
     auto first = std::async(std::launch::async, [&] { return s.post("g", keyed("k-held")); });
     s.entered.get_future().wait();
     out.push_back(s.post("g", keyed("k-held")));
@@ -137,13 +141,14 @@ TEST_CASE("observe: every answer equals Off's; the counter shows what Enforce an
     CHECK(observe.count(outcome::key_invalid, mode::observe) == 2);
 
     // Logged too, naming the operation and never the key.
-    for (const char* event : {"idem.http.key_missing", "idem.http.key_invalid", "idem.http.unscoped",
-                              "idem.observe.would_answer"})
+    for (const char* event :
+         {"idem.http.key_missing", "idem.http.key_invalid", "idem.http.unscoped", "idem.observe.would_answer"})
         CHECK(observe.logs->logged(event));
     const std::string logged = observe.logs->all_text();
     CHECK(logged.find("409 Idempotency.InFlight") != std::string::npos);
     CHECK(logged.find("422 Idempotency.KeyReused") != std::string::npos);
-    for (const char* key : {"k-replay", "k-held", "k-unscoped", "has space"}) CHECK(logged.find(key) == std::string::npos);
+    for (const char* key : {"k-replay", "k-held", "k-unscoped", "has space"})
+        CHECK(logged.find(key) == std::string::npos);
     CHECK(off.logs->logs().empty());
 }
 
@@ -163,9 +168,11 @@ TEST_CASE("observe: log events carry entry point, namespace, profile, method and
     executor exec({{"", std::make_shared<memory_store>()}}, source, sink);
     http::idempotency_layer layer(exec, {.resolver = scopes::user(), .name_space = "payments.http", .profile = "api"});
     test::loopback_server http;
-    http.server.Post(R"(/accounts/(\w+))", http::idempotent(layer, [](const httplib::Request&, httplib::Response& res) {
-        res.set_content("ok", "text/plain");
-    }, {.route = "/accounts/{id}"}));
+    http.server.Post(R"(/accounts/(\w+))", http::idempotent(layer,
+                                                            [](const httplib::Request&, httplib::Response& res) {
+                                                                res.set_content("ok", "text/plain");
+                                                            },
+                                                            {.route = "/accounts/{id}"}));
     http.start();
     CHECK(http.client().Post("/accounts/alice", {{"Idempotency-Key", "k"}}, "x", "text/plain")->status == 200);
 
