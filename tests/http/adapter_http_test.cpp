@@ -175,6 +175,22 @@ TEST_CASE("adapter: a header value holding NUL is 400 Request.HeaderInvalid and 
     }
 }
 
+TEST_CASE("adapter: the wrapped handler refuses NUL in a header by itself, without protect()") {
+    http::idempotency_layer layer(std::make_shared<memory_store>());
+    test::loopback_server http;
+    int runs = 0;
+    http.server.Post("/echo", http::idempotent(layer, [&](const httplib::Request&, httplib::Response& res) {
+                         ++runs;
+                         res.set_content("ran", "text/plain");
+                     }));
+    http.start();
+    const std::string answer =
+        raw_socket(http.port()).exchange(raw_post("/echo", std::string("Idempotency-Key: k\0one\r\n", 24)));
+    CHECK(answer.starts_with("HTTP/1.1 400"));
+    CHECK(answer.find("Request.HeaderInvalid") != std::string::npos);
+    CHECK(runs == 0);
+}
+
 TEST_CASE("adapter: multipart bodies are fingerprinted by their parts") {
     guarded_service s;
     httplib::Client client = s.http.client();

@@ -155,12 +155,13 @@ TEST_CASE("observe: every answer equals Off's; the counter shows what Enforce an
 TEST_CASE("observe: log events carry entry point, namespace, profile, method and route") {
     struct capture final : telemetry_sink {
         std::mutex mutex;
-        std::vector<std::tuple<std::string, entry_point, std::string, std::string, std::string, std::string>> events;
+        // By event name: the entry point, then namespace|profile|method|route.
+        std::map<std::string, std::pair<entry_point, std::string>> events;
         void on_log(const log_event& e) noexcept override {
             std::lock_guard lock(mutex);
-            events.emplace_back(std::string(e.name), e.operation.entry, std::string(e.operation.name_space),
-                                std::string(e.operation.profile), std::string(e.operation.method),
-                                std::string(e.operation.route));
+            const operation_info& op = e.operation;
+            events[std::string(e.name)] = {op.entry, std::string(op.name_space) + "|" + std::string(op.profile) + "|" +
+                                                         std::string(op.method) + "|" + std::string(op.route)};
         }
     };
     auto sink = std::make_shared<capture>();
@@ -168,21 +169,26 @@ TEST_CASE("observe: log events carry entry point, namespace, profile, method and
     executor exec({{"", std::make_shared<memory_store>()}}, source, sink);
     http::idempotency_layer layer(exec, {.resolver = scopes::user(), .name_space = "payments.http", .profile = "api"});
     test::loopback_server http;
-    http.server.Post(R"(/accounts/(\w+))", http::idempotent(layer,
-                                                            [](const httplib::Request&, httplib::Response& res) {
-                                                                res.set_content("ok", "text/plain");
-                                                            },
-                                                            {.route = "/accounts/{id}"}));
+    const auto alice = [](const httplib::Request& req) {
+        return req.has_header("X-User") ? claims{{"sub", req.get_header_value("X-User")}} : claims{};
+    };
+    http.server.Post(
+        R"(/accounts/(\w+))",
+        http::idempotent(layer, [](const httplib::Request&, httplib::Response&) { throw std::runtime_error("down"); },
+                         {.claims_of = alice, .route = "/accounts/{id}"}));
+    http::protect(http.server);
     http.start();
-    CHECK(http.client().Post("/accounts/alice", {{"Idempotency-Key", "k"}}, "x", "text/plain")->status == 200);
+    // Unscoped (logged by the layer), then a failing endpoint (logged by the executor).
+    CHECK(http.client().Post("/accounts/alice", {{"Idempotency-Key", "k"}}, "x", "text/plain")->status == 500);
+    CHECK(
+        http.client().Post("/accounts/alice", {{"Idempotency-Key", "k"}, {"X-User", "u"}}, "x", "text/plain")->status ==
+        500);
 
     std::lock_guard lock(sink->mutex);
-    REQUIRE(sink->events.size() == 1);
-    const auto& [name, entry, name_space, profile, method, route] = sink->events.front();
-    CHECK(name == "idem.http.unscoped");
-    CHECK(entry == entry_point::http);
-    CHECK(name_space == "payments.http");
-    CHECK(profile == "api");
-    CHECK(method == "POST");
-    CHECK(route == "/accounts/{id}");
+    for (const char* event : {"idem.http.unscoped", "idem.operation.failed"}) {
+        CAPTURE(event);
+        REQUIRE(sink->events.contains(event));
+        CHECK(sink->events[event].first == entry_point::http);
+        CHECK(sink->events[event].second == "payments.http|api|POST|/accounts/{id}");
+    }
 }
