@@ -26,23 +26,24 @@ namespace idem::http {
 
 using idem::unscoped_behavior;
 
+// Fields marked [live] are read on every request from an options source: the layer's
+// own (filled from these fields), or, for a layer built on an executor, the executor's
+// (the mode and durations through `profile`, the others from executor_options::http),
+// where these fields are unused and one replace() switches executor, inbox and layer.
 struct layer_options {
-    // Read on every request. A layer built on an executor reads these from the executor's
-    // options source instead (mode and durations through `profile`, the rest from
-    // executor_options::http), so one replace() switches executor, inbox and layer at once.
-    std::string header_name = "Idempotency-Key";
+    std::string header_name = "Idempotency-Key";  // [live]
     std::set<std::string, std::less<>> methods = {"POST", "PATCH"};
-    bool require_key = false;  // a missing key: 400 KeyMissing, or run without idempotency
+    bool require_key = false;  // [live] a missing key: 400 KeyMissing, or run without idempotency
     // Who owns a key. Null: every caller shares one key space (scope::global()).
     scope_resolver resolver = nullptr;
-    unscoped_behavior unscoped = unscoped_behavior::reject;
+    unscoped_behavior unscoped = unscoped_behavior::reject;  // [live]
     std::string name_space = "http";
     std::string profile = {};  // the profile the layer's calls resolve through ("" for none)
-    idem::mode mode = mode::enforce;
-    // How long a request holds its key when nobody settles it (crash, 503, exception).
+    idem::mode mode = mode::enforce;  // [live]
+    // [live] How long a request holds its key when nobody settles it (crash, 503, exception).
     duration lease = std::chrono::minutes(1);
-    duration retention = std::chrono::hours(24);
-    duration server_error_retention = std::chrono::minutes(5);  // a 5xx after the endpoint ran
+    duration retention = std::chrono::hours(24);                // [live]
+    duration server_error_retention = std::chrono::minutes(5);  // [live] a 5xx after the endpoint ran
     std::size_t max_stored_body = 1024 * 1024;  // larger responses are sent, not stored
     std::chrono::seconds retry_after = std::chrono::seconds(1);
     // Response headers replayed with the body (Set-Cookie never is).
