@@ -70,6 +70,13 @@ std::string new_key() {
 call_result send(httplib::Client& client, const outgoing_request& request, const retry_policy& policy) {
     if (!keys::is_valid(request.key)) throw std::invalid_argument("idem: the request's key is not a valid key");
     if (policy.max_attempts < 1) throw std::invalid_argument("idem: max_attempts must be at least 1");
+    // cpp-httplib writes header fields as C strings: a NUL would cut the value, CR or LF split it.
+    const auto unsafe = [](std::string_view text) {
+        return text.find_first_of(std::string_view("\0\r\n", 3)) != text.npos;
+    };
+    for (const auto& [name, value] : request.headers)
+        if (unsafe(name) || unsafe(value)) throw std::invalid_argument("idem: header " + name + " holds NUL, CR or LF");
+    if (unsafe(request.content_type)) throw std::invalid_argument("idem: the content type holds NUL, CR or LF");
     httplib::Request wire;
     wire.method = request.method;
     wire.path = request.path;

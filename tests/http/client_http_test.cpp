@@ -146,6 +146,11 @@ TEST_CASE("client: it gives up after its budget or attempts, keeping the last an
     CHECK(calls == 3);
 
     CHECK_THROWS_AS((void)http::send(client, {.path = "/down", .key = "has space"}, fast), std::invalid_argument);
+    CHECK_THROWS_AS(
+        (void)http::send(client, {.path = "/down", .headers = {{"Authorization", std::string("a\0b", 3)}}}, fast),
+        std::invalid_argument);
+    CHECK_THROWS_AS((void)http::send(client, {.path = "/down", .headers = {{"X-A", "a\r\nX-B: b"}}}, fast),
+                    std::invalid_argument);
     CHECK(calls == 3);
 }
 

@@ -63,7 +63,8 @@ struct call_result {
 // Sends `request`, retrying with the same key and body on a transport failure (no
 // response), 408, 409, 425, 429 and a 5xx that is not a replay, after exponential
 // backoff with jitter, or the server's Retry-After (seconds or HTTP-date, at most
-// max_retry_after) when longer. An invalid key throws std::invalid_argument unsent.
+// max_retry_after) when longer. An invalid key, or a header holding NUL, CR or LF,
+// throws std::invalid_argument with nothing sent.
 [[nodiscard]] call_result send(httplib::Client& client, const outgoing_request& request,
                                const retry_policy& policy = {});
 
