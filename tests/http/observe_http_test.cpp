@@ -8,6 +8,7 @@
 #include <map>
 
 #include "../support/recording_sink.hpp"
+#include "../support/switchable_store.hpp"
 #include "idem/memory_store.hpp"
 #include "loopback_server.hpp"
 
@@ -191,4 +192,25 @@ TEST_CASE("observe: log events carry entry point, namespace, profile, method and
         CHECK(sink->events[event].first == entry_point::http);
         CHECK(sink->events[event].second == "payments.http|api|POST|/accounts/{id}");
     }
+}
+
+TEST_CASE("observe: a record store that is down changes no answer either (Enforce would answer 503)") {
+    auto store = std::make_shared<test::switchable_store>();
+    store->failing = true;
+    auto metrics = std::make_shared<metrics_sink>();
+    std::map<mode, seen> answers;
+    for (mode m : {mode::off, mode::observe, mode::enforce}) {
+        http::idempotency_layer layer(store, {.mode = m}, metrics);
+        test::loopback_server http;
+        http.server.Post("/t", http::idempotent(layer, [](const httplib::Request&, httplib::Response& res) {
+                             res.status = 201;
+                             res.set_content("ran", "text/plain");
+                         }));
+        http.start();
+        answers[m] = seen_of(http.client().Post("/t", {{"Idempotency-Key", "k"}}, "x", "text/plain"));
+    }
+    CHECK(answers[mode::observe] == answers[mode::off]);
+    CHECK(answers[mode::observe].status == 201);
+    CHECK(answers[mode::enforce].status == 503);
+    CHECK(metrics->count(entry_point::http, outcome::reserve_failed, mode::observe) == 1);
 }
