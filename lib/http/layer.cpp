@@ -127,17 +127,17 @@ response idempotency_layer::answer(execution<response>&& e) const {
     return problem(codes::key_reused);
 }
 
+operation_info idempotency_layer::about(const request& req) const {
+    return {entry_point::http, options_.name_space, options_.profile, req.method, req.route};
+}
+
 void idempotency_layer::report(const request& req, outcome o, idem::mode m, log_level level, std::string_view event,
-                               std::string_view message, std::string_view key_hash) const {
+                               std::string_view message) const {
     telemetry_sink& sink = executor_.telemetry();
     sink.on_decision({entry_point::http, o, m, options_.profile});
     const std::string text =
         m == mode::enforce ? std::string(message) : fmt::format("{}; Observe let it through", message);
-    sink.on_log({level,
-                 event,
-                 key_hash,
-                 text,
-                 {entry_point::http, options_.name_space, options_.profile, req.method, req.route}});
+    sink.on_log({level, event, {}, text, about(req)});
 }
 
 response idempotency_layer::handle_erased(const request& req, const resolved_options& live,
@@ -164,11 +164,8 @@ response idempotency_layer::handle_erased(const request& req, const resolved_opt
                                           : fmt::format("{} {}", problem_for(e.enforce_decision()).status,
                                                         problem_for(e.enforce_decision()).code);
             executor_.telemetry().on_log(
-                {log_level::info,
-                 "idem.observe.would_answer",
-                 a.key->key_hash(),
-                 fmt::format("Enforce would have answered {}; Observe ran the endpoint", would),
-                 {entry_point::http, options_.name_space, options_.profile, req.method, req.route}});
+                {log_level::info, "idem.observe.would_answer", a.key->key_hash(),
+                 fmt::format("Enforce would have answered {}; Observe ran the endpoint", would), about(req)});
         }
         return answer(std::move(e));
     } catch (const store_error&) {

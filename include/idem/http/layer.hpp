@@ -104,8 +104,10 @@ private:
     idempotency_layer(std::unique_ptr<executor> owned, layer_options&& options);
     response handle_erased(const request& req, const resolved_options& live, detail::function_ref<response()> endpoint);
     [[nodiscard]] admission admit(const request& req, const resolved_options& live) const;
+    // Counts and logs a decision the layer makes before the executor runs.
     void report(const request& req, outcome o, idem::mode m, log_level level, std::string_view event,
-                std::string_view message, std::string_view key_hash = {}) const;
+                std::string_view message) const;
+    [[nodiscard]] operation_info about(const request& req) const;  // what log events name
 
     std::unique_ptr<executor> owned_;  // null when the layer shares an executor
     executor& executor_;
