@@ -44,7 +44,7 @@ transactional_record_store* joinable(record_store& store) {
 class attempt {
 public:
     attempt(record_store& store, transaction* tx, telemetry_sink& telemetry, const record_key& key,
-            std::string_view fingerprint, const resolved_options& settings, entry_point entry,
+            std::string_view fingerprint, const resolved_options& settings, const execution_options& call,
             detail::erased_operation operation, std::stop_token stop)
         : store_(store),
           joined_(tx != nullptr ? joinable(store) : nullptr),
@@ -53,7 +53,7 @@ public:
           key_(key),
           fingerprint_(fingerprint),
           settings_(settings),
-          entry_(entry),
+          about_{call.entry, key.name_space(), settings.profile, call.method, call.route},
           operation_(operation),
           stop_(std::move(stop)) {}
 
@@ -212,12 +212,12 @@ private:
     }
 
     void count(outcome o) {
-        telemetry_.on_decision({entry_, o, settings_.mode, settings_.profile});
+        telemetry_.on_decision({about_.entry, o, settings_.mode, settings_.profile});
     }
 
     void log(log_level level, std::string_view name, const std::string& message) {
         const std::string hash = key_.key_hash();
-        telemetry_.on_log({level, name, hash, message});
+        telemetry_.on_log({level, name, hash, message, about_});
     }
 
     record_store& store_;
@@ -227,7 +227,7 @@ private:
     const record_key& key_;
     std::string_view fingerprint_;
     const resolved_options& settings_;
-    entry_point entry_;
+    operation_info about_;  // what log events name the call by
     detail::erased_operation operation_;
     std::stop_token stop_;
 };
@@ -270,7 +270,7 @@ detail::verdict executor::run_erased(transaction* tx, const record_key& key, std
     }
     detail::check_fingerprint(fingerprint);
     record_store& store = *stores_.find(settings.store)->second;  // resolve() checked the name
-    attempt a(store, tx, *telemetry_, key, fingerprint, settings, options.entry, operation, std::move(stop));
+    attempt a(store, tx, *telemetry_, key, fingerprint, settings, options, operation, std::move(stop));
     return settings.mode == mode::enforce ? a.enforce() : a.observe();
 }
 

@@ -1,5 +1,7 @@
 #include "idem/options.hpp"
 
+#include <algorithm>
+
 #include "idem/error.hpp"
 #include "internal/options_file.hpp"
 
@@ -36,12 +38,23 @@ void check(std::vector<std::string>& problems, const std::string& where, const s
     if (store && stores != nullptr && !stores->contains(*store)) problems.push_back(where + "store: no store named '" + *store + "'");
 }
 
+// RFC 9110 section 5.6.2: a field name is a token.
+bool is_token(std::string_view name) {
+    constexpr std::string_view specials = "!#$%&'*+-.^_`|~";
+    const auto allowed = [&](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+               specials.find(c) != std::string_view::npos;
+    };
+    return !name.empty() && std::all_of(name.begin(), name.end(), allowed);
+}
+
 }  // namespace
 
 std::vector<std::string> executor_options::problems(const std::set<std::string, std::less<>>* stores) const {
     std::vector<std::string> out;
     if (max_lease <= duration::zero()) out.emplace_back("max_lease must be positive");
     check(out, "", lease, retention, failure_retention, store, lease, retention, max_lease, stores);
+    if (!is_token(http.header_name)) out.emplace_back("http.header_name must be a non-empty HTTP token");
     for (const auto& [name, p] : profiles) {
         if (name.empty()) {
             out.emplace_back("profiles: a profile name is empty");
@@ -128,6 +141,7 @@ resolved_options options_source::resolve(const execution_options& call) const {
                                   global->failure_retention),
         .store = pick(call.store, &profile_options::store, global->store),
         .profile = call.profile,
+        .http = global->http,
     };
     std::vector<std::string> problems;
     check(problems, "execution_options.", call.lease, call.retention, call.failure_retention, call.store, r.lease,

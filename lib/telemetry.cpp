@@ -44,6 +44,8 @@ std::string_view to_string(outcome o) noexcept {
         case outcome::unscoped: return "unscoped";
         case outcome::reserve_failed: return "reserve_failed";
         case outcome::released: return "released";
+        case outcome::key_missing: return "key_missing";
+        case outcome::key_invalid: return "key_invalid";
     }
     return "unknown";
 }
@@ -99,7 +101,14 @@ void log_sink::on_log(const log_event& e) noexcept {
         const auto now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
         std::string line = fmt::format("ts={:%Y-%m-%dT%H:%M:%S}Z level={} event={}", now, to_string(e.level), e.name);
         if (!e.key_hash.empty()) line += fmt::format(" key_hash={}", e.key_hash);
-        line += fmt::format(" msg=\"{}\"\n", escaped(e.message));
+        line += fmt::format(" msg=\"{}\"", escaped(e.message));
+        const operation_info& op = e.operation;
+        line += fmt::format(" entry_point={}", to_string(op.entry));
+        const std::pair<std::string_view, std::string_view> fields[] = {
+            {"namespace", op.name_space}, {"profile", op.profile}, {"method", op.method}, {"route", op.route}};
+        for (const auto& [label, value] : fields)
+            if (!value.empty()) line += fmt::format(" {}=\"{}\"", label, escaped(value));
+        line += '\n';
         std::lock_guard lock(mutex_);
         out_ << line << std::flush;
     } catch (...) {

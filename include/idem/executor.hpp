@@ -95,7 +95,7 @@ public:
     // A stop requested before it starts releases the key and throws operation_cancelled;
     // an exception it throws is rethrown and the key stays in flight until the lease ends.
     template <class T, class Operation>
-    execution<T> execute(const record_key& key, std::string_view fingerprint, const execution_options& options,
+    [[nodiscard]] execution<T> execute(const record_key& key, std::string_view fingerprint, const execution_options& options,
                          Operation&& operation, const result_codec<T>& codec, std::stop_token stop = {}) {
         return run_typed(nullptr, key, fingerprint, options, operation, codec, std::move(stop));
     }
@@ -106,7 +106,7 @@ public:
     // written in `tx` behind a savepoint, so a failed record write never fails the business.
     // A store that cannot join transactions works as outside one (its record is not rolled back).
     template <class T, class Operation>
-    execution<T> execute(transaction& tx, const record_key& key, std::string_view fingerprint,
+    [[nodiscard]] execution<T> execute(transaction& tx, const record_key& key, std::string_view fingerprint,
                          const execution_options& options, Operation&& operation, const result_codec<T>& codec,
                          std::stop_token stop = {}) {
         return run_typed(&tx, key, fingerprint, options, operation, codec, std::move(stop));

@@ -36,10 +36,12 @@ public:
     }
 
     // Runs `handler` (void() or void(std::stop_token)) unless the message was processed.
-    // Options default to the built-in "messaging" profile (7-day retention).
+    // Options default to the built-in "messaging" profile (7-day retention). Every overload
+    // takes [transaction,] consumer, message id, owner, handler, [codec,] options, stop.
     template <class Handler>
-    execution_status process(std::string_view consumer, std::string_view message_id, const scope& owner,
-                             Handler&& handler, std::stop_token stop = {}, execution_options options = {}) {
+    [[nodiscard]] execution_status process(std::string_view consumer, std::string_view message_id,
+                                           const scope& owner, Handler&& handler, execution_options options = {},
+                                           std::stop_token stop = {}) {
         auto run = [&](std::stop_token token) {
             detail::invoke_operation(handler, std::move(token));
             return done{};
@@ -51,7 +53,7 @@ public:
 
     // The same with a result stored and replayed through `codec`.
     template <class T, class Handler>
-    execution<T> process(std::string_view consumer, std::string_view message_id, const scope& owner,
+    [[nodiscard]] execution<T> process(std::string_view consumer, std::string_view message_id, const scope& owner,
                          Handler&& handler, const result_codec<T>& codec, execution_options options = {},
                          std::stop_token stop = {}) {
         return executor_.execute(key_for(consumer, message_id, owner), fingerprint, with_defaults(std::move(options)),
@@ -60,15 +62,16 @@ public:
 
     // Inside `tx`: the record commits with the handler's writes.
     template <class Handler>
-    execution_status process(transaction& tx, std::string_view consumer, std::string_view message_id,
-                             const scope& owner, Handler&& handler, execution_options options = {}) {
+    [[nodiscard]] execution_status process(transaction& tx, std::string_view consumer, std::string_view message_id,
+                                           const scope& owner, Handler&& handler, execution_options options = {},
+                                           std::stop_token stop = {}) {
         auto run = [&](std::stop_token token) {
             detail::invoke_operation(handler, std::move(token));
             return done{};
         };
         return executor_
             .execute(tx, key_for(consumer, message_id, owner), fingerprint, with_defaults(std::move(options)), run,
-                     done_codec())
+                     done_codec(), std::move(stop))
             .status();
     }
 

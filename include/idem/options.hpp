@@ -42,6 +42,19 @@ struct profile_options {
     std::optional<std::string> store = {};  // a store registered on the executor under this name
 };
 
+// What an HTTP key is not enough for: an unidentified caller (no scope resolves).
+enum class unscoped_behavior {
+    reject,  // 400 Idempotency.ScopeRequired
+    bypass,  // run the endpoint without idempotency (counted as unscoped)
+};
+
+// How the HTTP layer reads a request (idem/http/layer.hpp); read on every request.
+struct http_settings {
+    std::string header_name = "Idempotency-Key";
+    bool require_key = false;  // a missing key: 400 KeyMissing, or run without idempotency
+    unscoped_behavior unscoped = unscoped_behavior::reject;
+};
+
 struct executor_options {
     idem::mode mode = mode::enforce;
     // How long a key stays in flight when nobody settles it (crash, exception).
@@ -52,6 +65,7 @@ struct executor_options {
     duration failure_retention = std::chrono::minutes(10);  // results classified store_as_failure
     std::string store = {};                                // "" is the default store
     std::map<std::string, profile_options, std::less<>> profiles = {};
+    http_settings http = {};
 
     // Every invalid field, named with why; empty when valid. Store names are
     // checked against `stores` when given.
@@ -67,6 +81,9 @@ struct execution_options {
     std::optional<duration> failure_retention = {};
     std::optional<std::string> store = {};
     entry_point entry = entry_point::executor;  // which entry point telemetry counts the call under
+    // What log events name the call by (never the key); they must outlive the call.
+    std::string_view method = {};  // HTTP method
+    std::string_view route = {};   // route template, e.g. "/accounts/{id}"
 };
 
 // The settings a call runs with.
@@ -77,6 +94,7 @@ struct resolved_options {
     duration failure_retention;
     std::string store;
     std::string profile;
+    http_settings http;
 };
 
 inline constexpr std::string_view messaging_profile = "messaging";

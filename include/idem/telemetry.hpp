@@ -35,6 +35,8 @@ enum class outcome {
     unscoped,        // a key arrived without a resolvable scope
     reserve_failed,  // Observe: the store failed; the operation ran without idempotency
     released,        // the key was freed: cancelled, or a result classified release
+    key_missing,     // HTTP: no key where one is required
+    key_invalid,     // HTTP: several keys, or one that is not a valid key
 };
 
 [[nodiscard]] std::string_view to_string(entry_point e) noexcept;
@@ -50,11 +52,22 @@ struct decision {
 enum class log_level { debug, info, warning, error };
 [[nodiscard]] std::string_view to_string(log_level level) noexcept;
 
+// What an event is about, never the key: the entry point, the record namespace and
+// profile, and over HTTP the method and route template. Empty fields are unknown.
+struct operation_info {
+    entry_point entry = entry_point::executor;
+    std::string_view name_space = {};
+    std::string_view profile = {};
+    std::string_view method = {};
+    std::string_view route = {};
+};
+
 struct log_event {
     log_level level;
     std::string_view name;      // stable, e.g. "idem.observe.reserve_failed"
     std::string_view key_hash;  // empty when the event names no record
     std::string_view message;
+    operation_info operation = {};
 };
 
 // Receives telemetry from many threads at once; must not throw.

@@ -1,6 +1,15 @@
 #include "idem/http/httplib.hpp"
 
+#include <sys/socket.h>
+
 #include <httplib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
+
+#include "idem/http/client.hpp"
+#include "idem/http/problem.hpp"
 
 namespace idem::http {
 namespace {
@@ -19,14 +28,45 @@ void write(const response& r, httplib::Response& res) {
     res.headers.clear();
     for (const auto& [name, value] : r.headers) res.headers.emplace(name, value);
     res.body = r.body;
+    // What a handler that threw may have left behind.
+    res.content_provider_ = nullptr;
+    res.content_length_ = 0;
+    res.is_chunked_content_provider_ = false;
+}
+
+// cpp-httplib keeps a NUL in a header value (and percent-decodes values, so "%00" becomes one).
+bool holds_nul(const httplib::Request& req) {
+    return std::any_of(req.headers.begin(), req.headers.end(),
+                       [](const auto& h) { return h.second.find('\0') != std::string::npos; });
+}
+
+// cpp-httplib parses multipart/form-data into req.files (a multimap by name, in arrival order
+// for equal names) and leaves req.body empty.
+std::vector<form_part> parts_of(const httplib::Request& req) {
+    std::vector<form_part> parts;
+    parts.reserve(req.files.size());
+    for (const auto& [name, file] : req.files) parts.push_back({name, file.filename, file.content_type, file.content});
+    return parts;
+}
+
+std::string describe(const std::exception_ptr& ep) {
+    try {
+        std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+        return e.what();
+    } catch (...) {
+        return "an exception that is not a std::exception";
+    }
 }
 
 }  // namespace
 
 httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler, httplib_options options) {
     return [&layer, handler = std::move(handler), options = std::move(options)](const httplib::Request& req,
-                                                                               httplib::Response& res) {
-        const std::string& header = layer.options().header_name;
+                                                                                httplib::Response& res) {
+        if (holds_nul(req)) return write(problem(codes::header_invalid), res);
+        const resolved_options live = layer.settings();
+        const std::string& header = live.http.header_name;
         std::vector<std::string> values;
         for (std::size_t i = 0, n = req.get_header_value_count(header); i < n; ++i)
             values.push_back(req.get_header_value(header, i));
@@ -37,9 +77,11 @@ httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler, ht
             {.method = req.method,
              .target = req.target,
              .body = req.body,
+             .parts = parts_of(req),
              .key_headers = views,
-             .caller = options.claims_of ? options.claims_of(req) : claims{}},
-            [&] {
+             .caller = options.claims_of ? options.claims_of(req) : claims{},
+             .route = options.route.empty() ? std::string_view(req.path) : std::string_view(options.route)},
+            live, [&] {
                 ran = true;
                 handler(req, res);
                 return captured(res);
@@ -47,6 +89,45 @@ httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler, ht
         // When the endpoint ran, `res` already holds its response (a streamed one included).
         if (!ran) write(out, res);
     };
+}
+
+void protect(httplib::Server& server, std::shared_ptr<telemetry_sink> telemetry) {
+    if (!telemetry) telemetry = null_sink();
+    server.set_exception_handler(
+        [telemetry](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+            const std::string correlation_id = new_key();
+            const std::string message = "correlation_id=" + correlation_id + ": " + describe(ep);
+            telemetry->on_log({log_level::error,
+                               "idem.http.exception",
+                               {},
+                               message,
+                               {.entry = entry_point::http, .method = req.method, .route = req.path}});
+            write(problem(codes::internal_error, correlation_id), res);
+        });
+    server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+        if (!holds_nul(req)) return httplib::Server::HandlerResponse::Unhandled;
+        write(problem(codes::header_invalid), res);
+        return httplib::Server::HandlerResponse::Handled;
+    });
+}
+
+int bind_with_backlog(httplib::Server& server, const std::string& host, int port, int backlog) {
+    // cpp-httplib listens with its compiled-in backlog; listen() again on the bound socket
+    // (which Linux allows on a listening socket) sets ours. The options hook sees the socket.
+    socket_t bound_socket = INVALID_SOCKET;
+    server.set_socket_options([&bound_socket](socket_t s) {
+        httplib::default_socket_options(s);
+        bound_socket = s;
+    });
+    const int bound = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
+    const int bind_errno = errno;
+    server.set_socket_options(httplib::default_socket_options);
+    if (bound <= 0 || bound_socket == INVALID_SOCKET)
+        throw std::system_error(bind_errno, std::generic_category(),
+                                "idem: cannot bind " + host + ":" + std::to_string(port));
+    if (::listen(bound_socket, backlog) != 0)
+        throw std::system_error(errno, std::generic_category(), "idem: cannot set the listen backlog");
+    return bound;
 }
 
 }  // namespace idem::http

@@ -1,5 +1,7 @@
 #include "idem/http/layer.hpp"
 
+#include <fmt/format.h>
+
 #include "idem/http/fingerprint.hpp"
 #include "idem/http/key_header.hpp"
 #include "idem/http/problem.hpp"
@@ -8,18 +10,10 @@
 namespace idem::http {
 namespace {
 
-executor_options executor_options_for(const layer_options& o) {
-    executor_options e;
-    e.mode = o.mode;
-    e.lease = o.lease;
-    e.retention = o.retention;
-    e.failure_retention = o.server_error_retention;
-    std::vector<std::string> problems = e.problems();
-    for (auto& p : problems) {
-        if (p.starts_with("failure_retention")) p.replace(0, 17, "server_error_retention");
-    }
+// The options a layer never reloads.
+std::vector<std::string> fixed_problems(const layer_options& o) {
+    std::vector<std::string> problems;
     if (o.methods.empty()) problems.emplace_back("methods is empty");
-    if (o.header_name.empty()) problems.emplace_back("header_name is empty");
     if (o.max_stored_body == 0) problems.emplace_back("max_stored_body must be positive");
     if (o.retry_after.count() < 0) problems.emplace_back("retry_after must not be negative");
     try {
@@ -27,8 +21,30 @@ executor_options executor_options_for(const layer_options& o) {
     } catch (const std::invalid_argument&) {
         problems.emplace_back("name_space must be non-empty UTF-8 of at most 256 bytes");
     }
+    return problems;
+}
+
+void require_valid(std::vector<std::string> problems) {
     if (!problems.empty()) throw options_error(std::move(problems));
-    return e;
+}
+
+// A standalone layer's options as an options source, its fields named as the layer names them.
+std::shared_ptr<options_source> source_for(const layer_options& o) {
+    executor_options e;
+    e.mode = o.mode;
+    e.lease = o.lease;
+    e.retention = o.retention;
+    e.failure_retention = o.server_error_retention;
+    e.http = {.header_name = o.header_name, .require_key = o.require_key, .unscoped = o.unscoped};
+    if (!o.profile.empty()) e.profiles[o.profile] = {};
+    std::vector<std::string> problems = e.problems();
+    for (auto& p : problems) {
+        if (p.starts_with("failure_retention")) p.replace(0, 17, "server_error_retention");
+        if (p.starts_with("http.header_name")) p = "header_name must be a non-empty HTTP token";
+    }
+    for (auto& p : fixed_problems(o)) problems.push_back(std::move(p));
+    require_valid(std::move(problems));
+    return std::make_shared<options_source>(std::move(e), std::set<std::string, std::less<>>{""});
 }
 
 response with_retry_after(response r, std::chrono::seconds after) {
@@ -36,50 +52,98 @@ response with_retry_after(response r, std::chrono::seconds after) {
     return r;
 }
 
+const problem_code& problem_for(execution_status s) {
+    return s == execution_status::in_flight ? codes::in_flight : codes::key_reused;
+}
+
 }  // namespace
 
 idempotency_layer::idempotency_layer(std::shared_ptr<record_store> store, layer_options options,
                                      std::shared_ptr<telemetry_sink> telemetry)
-    : options_(std::move(options)),
-      telemetry_(telemetry ? std::move(telemetry) : null_sink()),
-      executor_(std::move(store), executor_options_for(options_), telemetry_),
+    : idempotency_layer(std::make_unique<executor>(executor::store_map{{"", std::move(store)}}, source_for(options),
+                                                   std::move(telemetry)),
+                        std::move(options)) {}
+
+idempotency_layer::idempotency_layer(executor& exec, layer_options options)
+    : executor_(exec), options_(std::move(options)), codec_(std::make_unique<response_codec>(options_)) {
+    require_valid(fixed_problems(options_));
+}
+
+idempotency_layer::idempotency_layer(std::unique_ptr<executor> owned, layer_options&& options)
+    : owned_(std::move(owned)),
+      executor_(*owned_),
+      options_(std::move(options)),
       codec_(std::make_unique<response_codec>(options_)) {}
 
+resolved_options idempotency_layer::settings() const {
+    return source().resolve({.profile = options_.profile});
+}
+
 admission idempotency_layer::admit(const request& req) const {
-    if (options_.mode == mode::off || !options_.methods.contains(req.method)) return {};
+    return admit(req, settings());
+}
+
+admission idempotency_layer::admit(const request& req, const resolved_options& live) const {
+    if (live.mode == mode::off || !options_.methods.contains(req.method)) return {};
+    const bool enforce = live.mode == mode::enforce;
     const parsed_key parsed = parse_key_header(req.key_headers);
     if (parsed.state == key_state::missing) {
-        if (options_.require_key) return {.answer = problem(codes::key_missing)};
-        return {};
+        if (!live.http.require_key) return {};
+        report(req, outcome::key_missing, live.mode, log_level::info, "idem.http.key_missing",
+               "a request without a key where one is required");
+        return enforce ? admission{.answer = problem(codes::key_missing)} : admission{};
     }
-    if (parsed.state == key_state::invalid) return {.answer = problem(codes::key_invalid)};
-
+    if (parsed.state == key_state::invalid) {
+        report(req, outcome::key_invalid, live.mode, log_level::info, "idem.http.key_invalid",
+               "a request with several keys or an invalid one");
+        return enforce ? admission{.answer = problem(codes::key_invalid)} : admission{};
+    }
     std::optional<scope> owner = options_.resolver ? options_.resolver(req.caller) : scope::global();
     if (!owner) {
-        telemetry_->on_decision({entry_point::http, outcome::unscoped, options_.mode, {}});
-        if (options_.unscoped == unscoped_behavior::reject) return {.answer = problem(codes::scope_required)};
+        report(req, outcome::unscoped, live.mode, log_level::warning, "idem.http.unscoped",
+               "a key arrived without an identified caller");
+        if (enforce && live.http.unscoped == unscoped_behavior::reject)
+            return {.answer = problem(codes::scope_required)};
         return {};
     }
     return {.key = record_key(options_.name_space, std::move(*owner), parsed.key),
-            .fingerprint = request_fingerprint(req.method, req.target, req.body)};
+            .fingerprint = request_fingerprint(req.method, req.target, req.body, req.parts)};
 }
 
 response idempotency_layer::answer(execution<response>&& e) const {
     switch (e.status()) {
-        case execution_status::executed: return std::move(e).value();
+        case execution_status::executed:
+            return std::move(e).value();
         case execution_status::replayed: {
             response r = std::move(e).value();
             r.set_header("Idempotent-Replayed", "true");
             return r;
         }
-        case execution_status::in_flight: return with_retry_after(problem(codes::in_flight), options_.retry_after);
-        case execution_status::key_reused: return problem(codes::key_reused);
+        case execution_status::in_flight:
+            return with_retry_after(problem(codes::in_flight), options_.retry_after);
+        case execution_status::key_reused:
+            return problem(codes::key_reused);
     }
     return problem(codes::key_reused);
 }
 
-response idempotency_layer::handle_erased(const request& req, detail::function_ref<response()> endpoint) {
-    admission a = admit(req);
+operation_info idempotency_layer::about(const request& req) const {
+    return {entry_point::http, options_.name_space, options_.profile, req.method, req.route};
+}
+
+void idempotency_layer::report(const request& req, outcome o, idem::mode m, log_level level, std::string_view event,
+                               std::string_view message) const {
+    telemetry_sink& sink = executor_.telemetry();
+    sink.on_decision({entry_point::http, o, m, options_.profile});
+    const std::string text =
+        m == mode::enforce ? std::string(message) : fmt::format("{}; Observe let it through", message);
+    sink.on_log({level, event, {}, text, about(req)});
+}
+
+response idempotency_layer::handle_erased(const request& req, const resolved_options& live,
+                                          detail::function_ref<response()> endpoint) {
+    // One snapshot per request: the mode it answers in is the mode it began in.
+    admission a = admit(req, live);
     if (a.answer) return std::move(*a.answer);
     if (!a.key) return endpoint();
     bool started = false;
@@ -87,8 +151,23 @@ response idempotency_layer::handle_erased(const request& req, detail::function_r
         started = true;
         return endpoint();
     };
+    const execution_options call{.profile = options_.profile,
+                                 .mode = live.mode,
+                                 .entry = entry_point::http,
+                                 .method = req.method,
+                                 .route = req.route};
     try {
-        return answer(executor_.execute(*a.key, a.fingerprint, {.entry = entry_point::http}, run, *codec_));
+        execution<response> e = executor_.execute(*a.key, a.fingerprint, call, run, *codec_);
+        if (e.mode() == mode::observe && e.enforce_decision() != execution_status::executed) {
+            const std::string would = e.enforce_decision() == execution_status::replayed
+                                          ? std::string("a replay of the stored response")
+                                          : fmt::format("{} {}", problem_for(e.enforce_decision()).status,
+                                                        problem_for(e.enforce_decision()).code);
+            executor_.telemetry().on_log(
+                {log_level::info, "idem.observe.would_answer", a.key->key_hash(),
+                 fmt::format("Enforce would have answered {}; Observe ran the endpoint", would), about(req)});
+        }
+        return answer(std::move(e));
     } catch (const store_error&) {
         if (started) throw;  // the endpoint's own failure, not the record store's
         return with_retry_after(problem(codes::store_unavailable), options_.retry_after);

@@ -71,7 +71,7 @@ TEST_CASE("inbox: a registered messaging profile replaces the built-in one; call
     (void)box.process("billing", "m-1", scope::global(), [&] { ++handled; });
     f.clock->advance(2h);
     CHECK(box.process("billing", "m-1", scope::global(), [&] { ++handled; }) == status::executed);
-    (void)box.process("billing", "m-2", scope::global(), [&] { ++handled; }, {}, {.retention = 30 * 24h});
+    (void)box.process("billing", "m-2", scope::global(), [&] { ++handled; }, {.retention = 30 * 24h});
     f.clock->advance(20 * 24h);
     CHECK(box.process("billing", "m-2", scope::global(), [&] { ++handled; }) == status::replayed);
 }

@@ -36,6 +36,16 @@ TEST_CASE("telemetry: the log sink writes one logfmt line per event at or above 
     CHECK(text.find("level=warning event=idem.complete.stale key_hash=0123456789abcdef msg=\"said \\\"this\\\"\"") !=
           std::string::npos);
     CHECK(std::count(text.begin(), text.end(), '\n') == 1);
+    CHECK(text.find("msg=\"said \\\"this\\\"\" entry_point=executor\n") != std::string::npos);
+}
+
+TEST_CASE("telemetry: the log sink names the operation an event is about") {
+    std::ostringstream out;
+    log_sink sink(out);
+    sink.on_log({log_level::warning, "idem.http.unscoped", "", "no caller",
+                 {entry_point::http, "payments.http", "api", "POST", "/accounts/{id}"}});
+    CHECK(out.str().find(R"(msg="no caller" entry_point=http namespace="payments.http" profile="api" method="POST")"
+                         R"( route="/accounts/{id}")") != std::string::npos);
 }
 
 TEST_CASE("telemetry: the default sink is silent and shared") {

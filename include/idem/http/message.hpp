@@ -16,14 +16,27 @@
 
 namespace idem::http {
 
+// One part of a multipart/form-data body, for servers that hand over the parts
+// instead of the body bytes.
+struct form_part {
+    std::string_view name = {};
+    std::string_view filename = {};
+    std::string_view content_type = {};
+    std::string_view content = {};
+};
+
 struct request {
     std::string_view method = {};
     std::string_view target = {};  // path and query, as received
     std::string_view body = {};
+    // A multipart body as parsed parts (then `body` is empty); fingerprinted part by part.
+    std::vector<form_part> parts = {};
     // Every value of the Idempotency-Key header field, one per field line.
     std::vector<std::string_view> key_headers = {};
     // Who is calling, as the application's auth layer decoded it.
     claims caller = {};
+    // The route template ("/accounts/{id}") log events name the endpoint by; never the key.
+    std::string_view route = {};
 };
 
 struct response {

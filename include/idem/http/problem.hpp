@@ -29,9 +29,16 @@ inline constexpr problem_code key_reused{422, "Idempotency.KeyReused",
                                          "This Idempotency-Key was used for a different request"};
 inline constexpr problem_code store_unavailable{503, "Idempotency.StoreUnavailable",
                                                 "Idempotency records are unavailable; retry later"};
+// RFC 9110 section 5.5: a field value holding NUL is malformed (and C strings would cut it).
+inline constexpr problem_code header_invalid{400, "Request.HeaderInvalid", "A header field value holds a NUL byte"};
+// An exception escaped a handler; what it said is logged under the correlation id, never sent.
+inline constexpr problem_code internal_error{500, "Server.InternalError",
+                                             "The server failed to process the request"};
 }  // namespace codes
 
 // A problem+json response with Cache-Control: no-store.
 [[nodiscard]] response problem(const problem_code& code);
+// The same with "correlation_id" in the body and an X-Correlation-Id header.
+[[nodiscard]] response problem(const problem_code& code, std::string_view correlation_id);
 
 }  // namespace idem::http

@@ -1,0 +1,113 @@
+#include "idem/http/client.hpp"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <ctime>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "idem/keys.hpp"
+#include "internal/crypto.hpp"
+
+namespace idem::http {
+namespace {
+
+using std::chrono::milliseconds;
+
+bool worth_retrying(const response& r) {
+    if (r.header("Idempotent-Replayed") == "true") return false;  // the server's one true answer
+    return r.status == 408 || r.status == 409 || r.status == 425 || r.status == 429 || r.status >= 500;
+}
+
+// Retry-After (RFC 9110 section 10.2.3): delay-seconds or an IMF-fixdate.
+std::optional<milliseconds> retry_after(const response& r) {
+    const std::string_view value = r.header("Retry-After");
+    if (value.empty()) return std::nullopt;
+    long long seconds = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+    if (ec == std::errc() && end == value.data() + value.size() && seconds >= 0) return milliseconds(seconds * 1000);
+    std::tm when{};
+    const std::string text(value);
+    if (strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &when) == nullptr) return std::nullopt;
+    const auto at = std::chrono::system_clock::from_time_t(timegm(&when));
+    return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(at - std::chrono::system_clock::now()));
+}
+
+// Exponential, with the upper half jittered so that many clients do not retry in step.
+milliseconds backoff(const retry_policy& policy, int attempt) {
+    thread_local std::mt19937_64 random{std::random_device{}()};
+    milliseconds ceiling = policy.first_backoff;
+    for (int i = 1; i < attempt && ceiling < policy.max_backoff; ++i) ceiling *= 2;
+    ceiling = std::min(ceiling, policy.max_backoff);
+    std::uniform_int_distribution<long long> jitter(0, ceiling.count() / 2);
+    return milliseconds(ceiling.count() - ceiling.count() / 2 + jitter(random));
+}
+
+response received(const httplib::Response& res) {
+    response r;
+    r.status = res.status;
+    r.headers.assign(res.headers.begin(), res.headers.end());
+    r.body = res.body;
+    return r;
+}
+
+}  // namespace
+
+std::string new_key() {
+    std::array<std::byte, 16> bytes{};
+    detail::random_bytes(bytes);
+    bytes[6] = (bytes[6] & std::byte{0x0F}) | std::byte{0x40};  // version 4
+    bytes[8] = (bytes[8] & std::byte{0x3F}) | std::byte{0x80};  // RFC 9562 variant
+    const std::string hex = detail::hex(bytes);
+    return hex.substr(0, 8) + '-' + hex.substr(8, 4) + '-' + hex.substr(12, 4) + '-' + hex.substr(16, 4) + '-' +
+           hex.substr(20);
+}
+
+call_result send(httplib::Client& client, const outgoing_request& request, const retry_policy& policy) {
+    if (!keys::is_valid(request.key)) throw std::invalid_argument("idem: the request's key is not a valid key");
+    if (policy.max_attempts < 1) throw std::invalid_argument("idem: max_attempts must be at least 1");
+    // cpp-httplib writes header fields as C strings: a NUL would cut the value, CR or LF split it.
+    const auto unsafe = [](std::string_view text) {
+        return text.find_first_of(std::string_view("\0\r\n", 3)) != text.npos;
+    };
+    for (const auto& [name, value] : request.headers)
+        if (unsafe(name) || unsafe(value)) throw std::invalid_argument("idem: header " + name + " holds NUL, CR or LF");
+    if (unsafe(request.content_type)) throw std::invalid_argument("idem: the content type holds NUL, CR or LF");
+    httplib::Request wire;
+    wire.method = request.method;
+    wire.path = request.path;
+    wire.body = request.body;
+    for (const auto& [name, value] : request.headers) wire.headers.emplace(name, value);
+    wire.set_header(policy.header_name, request.key);
+    if (!request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "PATCH")
+        wire.set_header("Content-Type", request.content_type);
+
+    const auto started = std::chrono::steady_clock::now();
+    call_result result{call_status::gave_up, std::nullopt, {}, 0, request.key};
+    while (true) {
+        ++result.attempts;
+        std::optional<milliseconds> asked;
+        if (httplib::Result res = client.send(wire)) {
+            result.answer = received(*res);
+            result.error.clear();
+            if (!worth_retrying(*result.answer)) {
+                result.status = call_status::answered;
+                return result;
+            }
+            asked = retry_after(*result.answer);
+        } else {
+            result.error = httplib::to_string(res.error());
+        }
+        if (result.attempts >= policy.max_attempts) return result;
+        milliseconds wait = backoff(policy, result.attempts);
+        if (asked) wait = std::max(wait, std::min(*asked, policy.max_retry_after));
+        if (std::chrono::steady_clock::now() + wait - started > policy.budget) return result;
+        std::this_thread::sleep_for(wait);
+    }
+}
+
+}  // namespace idem::http
