@@ -112,6 +112,8 @@ std::string failure_name(store_failure f) {
             return "unsupported";
         case store_failure::schema:
             return "schema";
+        case store_failure::constraint:
+            return "constraint";
         case store_failure::other:
             return "other";
     }
