@@ -26,6 +26,7 @@ public:
     [[nodiscard]] virtual const std::string& begin_sql() const noexcept = 0;
     // Sends `last`, then COMMIT when `then_commit`, in one round trip (PostgreSQL only).
     virtual void finish(deferred_statement& last, bool then_commit);
+    [[nodiscard]] virtual bool can_finish() const noexcept { return false; }
     // The connection is gone: the server ends its open transaction by itself.
     [[nodiscard]] virtual bool broken() noexcept { return false; }
 };
@@ -37,9 +38,13 @@ public:
 #ifdef IDEM_SQL_HAVE_SQLITE
 [[nodiscard]] std::unique_ptr<sql_connection> make_sqlite_connection(soci::session& session);
 #endif
-#ifdef IDEM_SQL_HAVE_POSTGRESQL
-[[nodiscard]] std::unique_ptr<sql_connection> make_postgresql_connection(soci::session& session,
-                                                                        std::string begin_sql);
-#endif
+
+// A dialect's connection through its driver's own API, provided by the library
+// that links the driver, when it is loaded: the PostgreSQL store's library
+// (libpq) provides PostgreSQL's, so idem_sql itself never links libpq. Without
+// one the runner speaks to that dialect through SOCI.
+using native_connection_factory = std::unique_ptr<sql_connection> (*)(soci::session& session, std::string begin_sql);
+void provide_native_connection(sql_dialect dialect, native_connection_factory factory) noexcept;
+[[nodiscard]] native_connection_factory native_connection(sql_dialect dialect) noexcept;
 
 }  // namespace idem::detail

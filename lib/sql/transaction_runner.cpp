@@ -29,11 +29,9 @@ std::string postgresql_begin(isolation_level level) {
 std::unique_ptr<detail::sql_connection> connect(soci::session& session, sql_dialect dialect,
                                                 const transaction_options& options) {
     if (dialect == sql_dialect::postgresql) {
-#ifdef IDEM_SQL_HAVE_POSTGRESQL
-        return detail::make_postgresql_connection(session, postgresql_begin(options.isolation));
-#else
+        if (const auto native = detail::native_connection(dialect))
+            return native(session, postgresql_begin(options.isolation));
         return detail::make_soci_connection(session, postgresql_begin(options.isolation));
-#endif
     }
 #ifdef IDEM_SQL_HAVE_SQLITE
     return detail::make_sqlite_connection(session);
@@ -86,7 +84,7 @@ public:
     // statement, or until anything else needs the transaction.
     void begin(bool fast) {
         open_on_this_thread.reserve(open_on_this_thread.size() + 1);  // close() must not allocate
-        fast_ = fast && dialect_ == sql_dialect::postgresql;
+        fast_ = fast && connection_->can_finish();
         if (!fast_) connection_->begin();
         begin_held_ = fast_;
         open_on_this_thread.push_back(this);
