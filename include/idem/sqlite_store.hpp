@@ -48,10 +48,14 @@ struct sqlite_connection_options {
     // In WAL mode `normal` survives a crash of the process but may lose the
     // last commits on power loss; `full` does not.
     sqlite_synchronous synchronous = sqlite_synchronous::full;
+    // Opens an existing file read-only and leaves its journal mode as it is:
+    // for looking only (`idem inspect`, `idem purge --dry-run`); writes are store_error.
+    bool read_only = false;
 };
 
-// Opens (creating it if missing) the database at `path` in `session` and
-// configures it as below. store_error when it cannot be opened.
+// Opens (creating it if missing, unless read_only) the database at `path` in
+// `session` and configures it as below. store_error when it cannot be opened
+// (store_failure::other, naming the directory, when that does not exist).
 void open_sqlite_session(soci::session& session, const std::string& path, const sqlite_connection_options& options = {});
 // Configures a connected sqlite3 session the way the store configures its own:
 // WAL journal, the busy timeout (a handler that polls finely, so in-process
@@ -62,7 +66,7 @@ struct sqlite_store_options {
     std::string path;  // the database file, created if missing (not ":memory:")
     sqlite_connection_options connection{};
     std::size_t pool_size = 4;  // the store's own connections, opened as needed
-    bool migrate_on_open = true;
+    bool migrate_on_open = true;  // not with connection.read_only
     // Expiry decisions; stored as integer milliseconds since the Unix epoch.
     std::shared_ptr<const clock> time = clock::system();
 };

@@ -28,6 +28,8 @@ sqlite_store_options checked(sqlite_store_options options) {
         throw std::invalid_argument("idem: sqlite_store needs a database file; each connection would get its own memory");
     if (options.pool_size == 0) throw std::invalid_argument("idem: sqlite_store pool_size must be positive");
     if (!options.time) throw std::invalid_argument("idem: sqlite_store needs a clock");
+    if (options.connection.read_only && options.migrate_on_open)
+        throw std::invalid_argument("idem: a read-only sqlite_store cannot migrate on open (set migrate_on_open = false)");
     return options;
 }
 
