@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "idem/export.hpp"
 #include "idem/record_store.hpp"
 
 namespace idem {
@@ -30,7 +31,7 @@ namespace redis_detail {
 class connection_pool;
 }
 
-struct redis_options {
+struct IDEM_API redis_options {
     std::string host = "127.0.0.1";
     int port = 6379;
     std::string unix_socket;  // a socket path: used instead of host and port
@@ -47,7 +48,7 @@ struct redis_options {
     std::string key_prefix{record_key::default_prefix};
 };
 
-class redis_store final : public record_store {
+class IDEM_API redis_store final : public record_store {
 public:
     // Checks the options (std::invalid_argument naming each bad field); connects on first use.
     explicit redis_store(redis_options options = {});

@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/mode.hpp"
 
 namespace idem {
@@ -37,10 +38,10 @@ enum class outcome {
     released,        // the key was freed: cancelled, or a result classified release
 };
 
-[[nodiscard]] std::string_view to_string(entry_point e) noexcept;
-[[nodiscard]] std::string_view to_string(outcome o) noexcept;
+[[nodiscard]] IDEM_API std::string_view to_string(entry_point e) noexcept;
+[[nodiscard]] IDEM_API std::string_view to_string(outcome o) noexcept;
 
-struct decision {
+struct IDEM_API decision {
     entry_point entry;
     idem::outcome outcome;
     idem::mode mode;
@@ -48,9 +49,9 @@ struct decision {
 };
 
 enum class log_level { debug, info, warning, error };
-[[nodiscard]] std::string_view to_string(log_level level) noexcept;
+[[nodiscard]] IDEM_API std::string_view to_string(log_level level) noexcept;
 
-struct log_event {
+struct IDEM_API log_event {
     log_level level;
     std::string_view name;      // stable, e.g. "idem.observe.reserve_failed"
     std::string_view key_hash;  // empty when the event names no record
@@ -58,7 +59,7 @@ struct log_event {
 };
 
 // Receives telemetry from many threads at once; must not throw.
-class telemetry_sink {
+class IDEM_API telemetry_sink {
 public:
     virtual ~telemetry_sink() = default;
     virtual void on_decision(const decision&) noexcept {}
@@ -66,10 +67,10 @@ public:
 };
 
 // The default: writes nothing.
-[[nodiscard]] std::shared_ptr<telemetry_sink> null_sink();
+[[nodiscard]] IDEM_API std::shared_ptr<telemetry_sink> null_sink();
 
 // Counts decisions; renders them in the Prometheus text exposition format.
-class metrics_sink final : public telemetry_sink {
+class IDEM_API metrics_sink final : public telemetry_sink {
 public:
     void on_decision(const decision& d) noexcept override;
     [[nodiscard]] std::uint64_t count(entry_point entry, outcome o, mode m, std::string_view profile = {}) const;
@@ -83,7 +84,7 @@ private:
 };
 
 // Writes one logfmt line per event at or above `min` to a stream.
-class log_sink final : public telemetry_sink {
+class IDEM_API log_sink final : public telemetry_sink {
 public:
     explicit log_sink(std::ostream& out, log_level min = log_level::info);
     void on_log(const log_event& e) noexcept override;
@@ -95,7 +96,7 @@ private:
 };
 
 // Forwards to several sinks.
-class fanout_sink final : public telemetry_sink {
+class IDEM_API fanout_sink final : public telemetry_sink {
 public:
     explicit fanout_sink(std::vector<std::shared_ptr<telemetry_sink>> sinks) : sinks_(std::move(sinks)) {}
     void on_decision(const decision& d) noexcept override {

@@ -6,13 +6,14 @@
 #include <string>
 #include <string_view>
 
+#include "idem/export.hpp"
 #include "idem/transaction_runner.hpp"
 
 namespace idem::detail {
 
 class deferred_statement;
 
-class sql_connection {
+class IDEM_API sql_connection {
 public:
     virtual ~sql_connection() = default;
 
@@ -32,7 +33,7 @@ public:
 };
 
 // The dialect a connected session speaks; std::invalid_argument for anything else.
-[[nodiscard]] sql_dialect dialect_of(soci::session& session);
+[[nodiscard]] IDEM_API sql_dialect dialect_of(soci::session& session);
 
 [[nodiscard]] std::unique_ptr<sql_connection> make_soci_connection(soci::session& session, std::string begin_sql);
 #ifdef IDEM_SQL_HAVE_SQLITE
@@ -44,7 +45,7 @@ public:
 // (libpq) provides PostgreSQL's, so idem_sql itself never links libpq. Without
 // one the runner speaks to that dialect through SOCI.
 using native_connection_factory = std::unique_ptr<sql_connection> (*)(soci::session& session, std::string begin_sql);
-void provide_native_connection(sql_dialect dialect, native_connection_factory factory) noexcept;
+IDEM_API void provide_native_connection(sql_dialect dialect, native_connection_factory factory) noexcept;
 [[nodiscard]] native_connection_factory native_connection(sql_dialect dialect) noexcept;
 
 }  // namespace idem::detail

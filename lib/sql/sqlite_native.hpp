@@ -12,6 +12,7 @@
 #include <span>
 #include <string_view>
 
+#include "idem/export.hpp"
 #include "idem/error.hpp"
 
 namespace soci {
@@ -23,19 +24,19 @@ namespace idem::detail::sqlite {
 using database = sqlite_api::sqlite3;
 
 // The handle of a connected sqlite3 session; std::invalid_argument for any other session.
-[[nodiscard]] database* native_handle(soci::session& session);
+[[nodiscard]] IDEM_API database* native_handle(soci::session& session);
 
-[[nodiscard]] store_failure classify(int result_code) noexcept;
+[[nodiscard]] IDEM_API store_failure classify(int result_code) noexcept;
 // A store_error for `result_code`, its message the code's generic text (never a bound value).
-[[nodiscard]] store_error error(int result_code, std::string_view what);
+[[nodiscard]] IDEM_API store_error error(int result_code, std::string_view what);
 // The last error on `db`, with its extended result code.
-[[noreturn]] void throw_last_error(database* db, std::string_view what);
+[[noreturn]] IDEM_API void throw_last_error(database* db, std::string_view what);
 
 // Runs SQL without results (several statements allowed).
-void execute(database* db, const char* sql, std::string_view what);
+IDEM_API void execute(database* db, const char* sql, std::string_view what);
 
 // A prepared statement kept for the life of its connection.
-class statement {
+class IDEM_API statement {
 public:
     // A statement that fails to prepare (SQLITE_ERROR: a missing table or column)
     // is a schema failure.
@@ -70,7 +71,7 @@ private:
 };
 
 // Resets a statement when the scope ends, however it ends.
-class statement_use {
+class IDEM_API statement_use {
 public:
     explicit statement_use(statement& s) noexcept : statement_(s) {}
     ~statement_use() { statement_.reset(); }

@@ -54,7 +54,7 @@ std::unique_ptr<detail::sql_connection> connect(soci::session& session, sql_dial
 
 }  // namespace
 
-class transaction_runner::impl final : public transaction, public detail::fast_path {
+class IDEM_LOCAL transaction_runner::impl final : public transaction, public detail::fast_path {
 public:
     impl(soci::session& session, const transaction_options& options)
         : session_(session), dialect_(detail::dialect_of(session)), connection_(connect(session, dialect_, options)) {}

@@ -40,7 +40,7 @@ std::string file_of(sqlite::database* db) {
 
 }  // namespace
 
-struct sqlite_store::impl {
+struct IDEM_LOCAL sqlite_store::impl {
     explicit impl(sqlite_store_options o)
         : options(checked(std::move(o))), pool(sqlite::make_pool(options.path, options.connection, options.pool_size)) {
         file = file_of(sqlite::native_handle(pool->acquire()->session));

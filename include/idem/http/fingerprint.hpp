@@ -9,9 +9,11 @@
 #include <string>
 #include <string_view>
 
+#include "idem/export.hpp"
+
 namespace idem::http {
 
-[[nodiscard]] std::string request_fingerprint(std::string_view method, std::string_view target,
+[[nodiscard]] IDEM_API std::string request_fingerprint(std::string_view method, std::string_view target,
                                               std::string_view body);
 
 }  // namespace idem::http

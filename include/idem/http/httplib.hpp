@@ -11,6 +11,7 @@
 
 #include <functional>
 
+#include "idem/export.hpp"
 #include "idem/http/layer.hpp"
 
 namespace httplib {
@@ -23,14 +24,14 @@ namespace idem::http {
 // Same type as httplib::Server::Handler.
 using httplib_handler = std::function<void(const httplib::Request&, httplib::Response&)>;
 
-struct httplib_options {
+struct IDEM_API httplib_options {
     // The caller's claims, from whatever authenticated the request; none by default.
     std::function<claims(const httplib::Request&)> claims_of = nullptr;
 };
 
 // Wraps `handler` so each keyed request runs it at most once. A response with a
 // content provider (streamed) is sent but not stored, and its key released.
-[[nodiscard]] httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler,
+[[nodiscard]] IDEM_API httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler,
                                          httplib_options options = {});
 
 }  // namespace idem::http

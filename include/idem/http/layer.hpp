@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/executor.hpp"
 #include "idem/http/message.hpp"
 
@@ -29,7 +30,7 @@ enum class unscoped_behavior {
     bypass,  // run the endpoint without idempotency (counted as unscoped)
 };
 
-struct layer_options {
+struct IDEM_API layer_options {
     std::string header_name = "Idempotency-Key";
     std::set<std::string, std::less<>> methods = {"POST", "PATCH"};
     bool require_key = false;  // a missing key: 400 KeyMissing, or run without idempotency
@@ -51,14 +52,14 @@ struct layer_options {
 };
 
 // What the layer decided before running anything.
-struct admission {
+struct IDEM_API admission {
     std::optional<response> answer = {};  // a 400 to send instead of running the endpoint
     std::optional<record_key> key = {};   // set when the request is idempotent
     std::string fingerprint = {};         // of the request, when `key` is set
     // Neither set: run the endpoint without idempotency (no key, method not covered, off).
 };
 
-class idempotency_layer {
+class IDEM_API idempotency_layer {
 public:
     // Invalid options (lease above 15 minutes or above retention, non-positive spans,
     // no methods) throw options_error naming every invalid field.

@@ -12,11 +12,12 @@
 #include <utility>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/scope_resolvers.hpp"
 
 namespace idem::http {
 
-struct request {
+struct IDEM_API request {
     std::string_view method = {};
     std::string_view target = {};  // path and query, as received
     std::string_view body = {};
@@ -26,7 +27,7 @@ struct request {
     claims caller = {};
 };
 
-struct response {
+struct IDEM_API response {
     int status = 200;
     std::vector<std::pair<std::string, std::string>> headers = {};
     std::string body = {};
@@ -41,6 +42,6 @@ struct response {
 };
 
 // ASCII case-insensitive equality, for header names.
-[[nodiscard]] bool header_name_equals(std::string_view a, std::string_view b) noexcept;
+[[nodiscard]] IDEM_API bool header_name_equals(std::string_view a, std::string_view b) noexcept;
 
 }  // namespace idem::http

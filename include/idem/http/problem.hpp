@@ -8,11 +8,12 @@
 
 #include <string_view>
 
+#include "idem/export.hpp"
 #include "idem/http/message.hpp"
 
 namespace idem::http {
 
-struct problem_code {
+struct IDEM_API problem_code {
     int status;
     std::string_view code;   // e.g. "Idempotency.KeyReused"
     std::string_view title;
@@ -32,6 +33,6 @@ inline constexpr problem_code store_unavailable{503, "Idempotency.StoreUnavailab
 }  // namespace codes
 
 // A problem+json response with Cache-Control: no-store.
-[[nodiscard]] response problem(const problem_code& code);
+[[nodiscard]] IDEM_API response problem(const problem_code& code);
 
 }  // namespace idem::http
