@@ -13,9 +13,14 @@ ln -s "$root" "$parent/subprojects/idem"
 sed -n '/^```ini idem.wrap/,/^```$/p' "$root/README.md" | sed '1d;$d' >"$parent/subprojects/idem.wrap"
 grep -q '^\[provide\]' "$parent/subprojects/idem.wrap" || { echo "README.md has no idem.wrap block"; exit 1; }
 # The README's wrap fetches idem; here it is already in place, which meson takes as it is.
-cat >"$parent/meson.build" <<'MESON'
+# Every library the wrap names is there by that name (this build has them all).
+names=$(sed -n 's/^dependency_names = //p' "$parent/subprojects/idem.wrap" | tr -d ' ' | sed "s/,/', '/g")
+cat >"$parent/meson.build" <<MESON
 project('consumer', 'cpp', default_options: ['cpp_std=c++20', 'buildtype=release'])
 executable('consumer', 'consumer.cpp', dependencies: [dependency('idem'), dependency('idem-sqlite')])
+foreach name : ['$names']
+  assert(dependency(name).found(), name)
+endforeach
 test('consumer-own-test', find_program('true'))
 MESON
 cat >"$parent/consumer.cpp" <<'CPP'
