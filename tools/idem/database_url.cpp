@@ -68,7 +68,7 @@ std::string explain(const store_error& failure, const database_url& url) {
         case store_failure::unsupported:
         case store_failure::other: break;
     }
-    return what + "; check --db, that you may read (and write) the database, and that it is an idem database";
+    return what + "; check --db: the path or URL, and that it names a database you may read and write";
 }
 
 std::unique_ptr<store_admin> open_store(const database_url& url, open_mode mode) {
