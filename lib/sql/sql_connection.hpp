@@ -36,14 +36,12 @@ public:
 [[nodiscard]] IDEM_API sql_dialect dialect_of(soci::session& session);
 
 [[nodiscard]] std::unique_ptr<sql_connection> make_soci_connection(soci::session& session, std::string begin_sql);
-#ifdef IDEM_SQL_HAVE_SQLITE
-[[nodiscard]] std::unique_ptr<sql_connection> make_sqlite_connection(soci::session& session);
-#endif
 
 // A dialect's connection through its driver's own API, provided by the library
-// that links the driver, when it is loaded: the PostgreSQL store's library
-// (libpq) provides PostgreSQL's, so idem_sql itself never links libpq. Without
-// one the runner speaks to that dialect through SOCI.
+// that links the driver, when it is loaded: the SQLite store's library
+// (sqlite3) provides SQLite's, the PostgreSQL store's library (libpq)
+// PostgreSQL's, so idem_sql itself links no driver. Without one the runner
+// speaks to that dialect through SOCI.
 using native_connection_factory = std::unique_ptr<sql_connection> (*)(soci::session& session, std::string begin_sql);
 IDEM_API void provide_native_connection(sql_dialect dialect, native_connection_factory factory) noexcept;
 [[nodiscard]] native_connection_factory native_connection(sql_dialect dialect) noexcept;

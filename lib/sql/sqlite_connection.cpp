@@ -1,6 +1,7 @@
 // Control statements on a SQLite session through its native handle: BEGIN
 // IMMEDIATE, COMMIT and ROLLBACK prepared once, errors with exact result codes.
 #include <optional>
+#include <string>
 
 #include "sql/sql_connection.hpp"
 #include "sql/sqlite_native.hpp"
@@ -51,10 +52,15 @@ private:
     std::optional<statements> statements_;
 };
 
+// Its BEGIN is always BEGIN IMMEDIATE, as the runner asks.
+std::unique_ptr<sql_connection> make_sqlite_connection(soci::session& session, std::string /*begin_sql*/) {
+    return std::make_unique<sqlite_connection>(session);
+}
+
 }  // namespace
 
-std::unique_ptr<sql_connection> make_sqlite_connection(soci::session& session) {
-    return std::make_unique<sqlite_connection>(session);
+void sqlite::use_native_connections() noexcept {
+    provide_native_connection(sql_dialect::sqlite, make_sqlite_connection);
 }
 
 }  // namespace idem::detail

@@ -12,7 +12,6 @@
 #include <span>
 #include <string_view>
 
-#include "idem/export.hpp"
 #include "idem/error.hpp"
 
 namespace soci {
@@ -23,20 +22,24 @@ namespace idem::detail::sqlite {
 
 using database = sqlite_api::sqlite3;
 
-// The handle of a connected sqlite3 session; std::invalid_argument for any other session.
-[[nodiscard]] IDEM_API database* native_handle(soci::session& session);
+// From now on transaction runners speak to SQLite sessions through their
+// native handle. The SQLite store's library calls it as it loads.
+void use_native_connections() noexcept;
 
-[[nodiscard]] IDEM_API store_failure classify(int result_code) noexcept;
+// The handle of a connected sqlite3 session; std::invalid_argument for any other session.
+[[nodiscard]] database* native_handle(soci::session& session);
+
+[[nodiscard]] store_failure classify(int result_code) noexcept;
 // A store_error for `result_code`, its message the code's generic text (never a bound value).
-[[nodiscard]] IDEM_API store_error error(int result_code, std::string_view what);
+[[nodiscard]] store_error error(int result_code, std::string_view what);
 // The last error on `db`, with its extended result code.
-[[noreturn]] IDEM_API void throw_last_error(database* db, std::string_view what);
+[[noreturn]] void throw_last_error(database* db, std::string_view what);
 
 // Runs SQL without results (several statements allowed).
-IDEM_API void execute(database* db, const char* sql, std::string_view what);
+void execute(database* db, const char* sql, std::string_view what);
 
 // A prepared statement kept for the life of its connection.
-class IDEM_API statement {
+class statement {
 public:
     // A statement that fails to prepare (SQLITE_ERROR: a missing table or column)
     // is a schema failure.
@@ -71,7 +74,7 @@ private:
 };
 
 // Resets a statement when the scope ends, however it ends.
-class IDEM_API statement_use {
+class statement_use {
 public:
     explicit statement_use(statement& s) noexcept : statement_(s) {}
     ~statement_use() { statement_.reset(); }

@@ -28,16 +28,11 @@ std::string postgresql_begin(isolation_level level) {
 
 std::unique_ptr<detail::sql_connection> connect(soci::session& session, sql_dialect dialect,
                                                 const transaction_options& options) {
-    if (dialect == sql_dialect::postgresql) {
-        if (const auto native = detail::native_connection(dialect))
-            return native(session, postgresql_begin(options.isolation));
-        return detail::make_soci_connection(session, postgresql_begin(options.isolation));
-    }
-#ifdef IDEM_SQL_HAVE_SQLITE
-    return detail::make_sqlite_connection(session);
-#else
-    return detail::make_soci_connection(session, "BEGIN IMMEDIATE");
-#endif
+    // SQLite: IMMEDIATE takes the write lock up front, so a writer waits (busy
+    // timeout) at BEGIN instead of failing at its first write.
+    std::string begin = dialect == sql_dialect::postgresql ? postgresql_begin(options.isolation) : "BEGIN IMMEDIATE";
+    if (const auto native = detail::native_connection(dialect)) return native(session, std::move(begin));
+    return detail::make_soci_connection(session, std::move(begin));
 }
 
 // Throws a transaction_error carrying `cause` (the exception that made us roll

@@ -18,6 +18,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Runners get SQLite's native connection as soon as this library is loaded (a
+// static link keeps this file with open_sqlite_session, which every use calls).
+const bool native_connections = (detail::sqlite::use_native_connections(), true);
+
 // SQLite's own busy handler sleeps 1, 2, 5, 10... ms between attempts, while a
 // write transaction here usually holds the lock for tens of microseconds. This
 // one starts at 20 us and backs off to 1 ms. A thread waits on one lock at a

@@ -23,12 +23,11 @@ ALLOWED = [
     # The SQL plumbing the SQLite and PostgreSQL store libraries are built on,
     # exported by idem_sql for them (lib/sql/*.hpp, not installed): SOCI error
     # translation, migrations, the transactions open on a thread, the dialect
-    # of a session, the native connections a store library provides, and
-    # SQLite's native statements.
+    # of a session, and the interface of the native connection each store
+    # library provides to the runner.
     (r"^idem::detail::(rethrow_soci_as_store_error|provide_driver_error_translator|provide_native_connection"
      r"|apply_migrations|open_transactions|dialect_of)$", {"libidem_sql"}),
-    (r"^idem::detail::sql_connection(::|$)", {"libidem_sql", "libidem_postgresql"}),
-    (r"^idem::detail::sqlite::", {"libidem_sql"}),
+    (r"^idem::detail::sql_connection(::|$)", {"libidem_sql", "libidem_sqlite", "libidem_postgresql"}),
     # The fast path between the runner (idem_sql) and the PostgreSQL store:
     # one type across both libraries, which the store reaches by dynamic_cast.
     (r"^idem::detail::(fast_path|deferred_statement)(::|$)", {"libidem_sql", "libidem_postgresql"}),

@@ -4,7 +4,8 @@
 # after the tree is moved (a --prefix install is the same tree elsewhere), and
 # programs build against the installed tree with pkg-config alone and with
 # CMake's pkg_check_modules, as README.md's "Use idem in your project" shows.
-# The .pc files of a SQLite user require nothing of PostgreSQL.
+# The .pc files of a SQLite user require nothing of PostgreSQL, and idem_sql
+# links no driver.
 #   install_check.sh BUILD_DIR COMPILER
 set -euo pipefail
 build=$1 cxx=$2
@@ -37,8 +38,8 @@ for pc in idem-sql idem-sqlite; do
   pkg-config --cflags --libs "$pc" >/dev/null
 done
 sql=$(find "$libdir" -name 'libidem_sql.so.*' | head -1)
-if [ -n "$sql" ] && readelf -d "$sql" | grep -E 'NEEDED.*(libpq|soci_postgresql)'; then
-  echo "libidem_sql links PostgreSQL"; exit 1
+if [ -n "$sql" ] && readelf -d "$sql" | grep -E 'NEEDED.*(libpq|soci_postgresql|sqlite3)'; then
+  echo "libidem_sql links a driver"; exit 1
 fi
 
 cat >"$dest/consumer.cpp" <<'CPP'
