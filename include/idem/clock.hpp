@@ -13,12 +13,14 @@
 #include <chrono>
 #include <memory>
 
+#include "idem/export.hpp"
+
 namespace idem {
 
 using duration = std::chrono::nanoseconds;
 using time_point = std::chrono::system_clock::time_point;
 
-class clock {
+class IDEM_API clock {
 public:
     virtual ~clock() = default;
     [[nodiscard]] virtual time_point now() const = 0;
@@ -28,7 +30,7 @@ public:
 };
 
 // A clock that moves only when told to; thread-safe.
-class manual_clock final : public clock {
+class IDEM_API manual_clock final : public clock {
 public:
     explicit manual_clock(time_point start = time_point{std::chrono::hours(24 * 365 * 50)})
         : now_(start.time_since_epoch().count()) {}

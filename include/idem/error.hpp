@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "idem/export.hpp"
+
 namespace idem {
 
 enum class error_category {
@@ -25,7 +27,7 @@ enum class error_category {
     transaction,    // a transaction could not be committed or rolled back
 };
 
-class error : public std::runtime_error {
+class IDEM_API error : public std::runtime_error {
 public:
     error(error_category category, const std::string& message)
         : std::runtime_error(message), category_(category) {}
@@ -59,7 +61,7 @@ enum class store_failure {
     other,
 };
 
-class store_error : public error {
+class IDEM_API store_error : public error {
 public:
     store_error(store_failure failure, const std::string& message, std::string native_code = {})
         : error(error_category::store, message),
@@ -83,7 +85,7 @@ private:
 };
 
 // Invalid options: every invalid field is named, with why.
-class options_error : public error {
+class IDEM_API options_error : public error {
 public:
     explicit options_error(std::vector<std::string> problems);
 
@@ -94,13 +96,13 @@ private:
 };
 
 // The caller's stop_token fired before the operation started; the key was released.
-class operation_cancelled : public error {
+class IDEM_API operation_cancelled : public error {
 public:
     operation_cancelled() : error(error_category::cancelled, "idem: cancelled before the operation started") {}
 };
 
 // A commit, rollback or savepoint statement failed.
-class transaction_error : public error {
+class IDEM_API transaction_error : public error {
 public:
     explicit transaction_error(const std::string& message) : error(error_category::transaction, message) {}
 };

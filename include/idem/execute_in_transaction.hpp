@@ -30,6 +30,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "idem/export.hpp"
 #include "idem/executor.hpp"
 #include "idem/transaction_runner.hpp"
 
@@ -37,14 +38,14 @@ namespace idem {
 
 namespace detail {
 
-struct runner_access {
+struct IDEM_API runner_access {
     template <class Work, class ShouldCommit>
     static decltype(auto) run_fast(transaction_runner& runner, Work&& work, ShouldCommit&& should_commit) {
         return runner.run_in(std::forward<Work>(work), std::forward<ShouldCommit>(should_commit), true);
     }
 };
 
-struct commit_always {
+struct IDEM_API commit_always {
     template <class Execution>
     bool operator()(const Execution&) const noexcept {
         return true;

@@ -14,13 +14,14 @@
 #include <string_view>
 #include <utility>
 
+#include "idem/export.hpp"
 #include "idem/mode.hpp"
 
 namespace idem {
 
 enum class execution_status { executed, replayed, in_flight, key_reused };
 
-[[nodiscard]] std::string_view to_string(execution_status s) noexcept;
+[[nodiscard]] IDEM_API std::string_view to_string(execution_status s) noexcept;
 
 template <class T>
 class execution {

@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "idem/export.hpp"
 #include "idem/error.hpp"
 #include "idem/execution.hpp"
 #include "idem/options.hpp"
@@ -54,17 +55,17 @@ private:
 };
 
 // The operation as the core sees it: bytes in, bytes out.
-struct produced {
+struct IDEM_API produced {
     std::string payload;
     classification kind;
 };
 
-struct erased_operation {
+struct IDEM_API erased_operation {
     function_ref<produced(std::stop_token)> run;
     function_ref<void(std::string_view)> replay;  // decodes a stored result
 };
 
-struct verdict {
+struct IDEM_API verdict {
     execution_status status;
     execution_status enforce_decision;
     idem::mode mode;
@@ -80,7 +81,7 @@ decltype(auto) invoke_operation(Operation& operation, std::stop_token stop) {
 
 }  // namespace detail
 
-class executor {
+class IDEM_API executor {
 public:
     using store_map = std::map<std::string, std::shared_ptr<record_store>, std::less<>>;
 

@@ -17,12 +17,13 @@
 #include <string>
 #include <string_view>
 
+#include "idem/export.hpp"
 #include "idem/executor.hpp"
 #include "idem/keys.hpp"
 
 namespace idem {
 
-class inbox {
+class IDEM_API inbox {
 public:
     static constexpr std::string_view fingerprint = "message";
 

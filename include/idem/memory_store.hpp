@@ -10,11 +10,12 @@
 
 #include <memory>
 
+#include "idem/export.hpp"
 #include "idem/record_store.hpp"
 
 namespace idem {
 
-class memory_store final : public record_store {
+class IDEM_API memory_store final : public record_store {
 public:
     explicit memory_store(std::shared_ptr<const clock> time = clock::system());
     ~memory_store() override;

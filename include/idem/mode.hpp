@@ -9,6 +9,8 @@
 
 #include <string_view>
 
+#include "idem/export.hpp"
+
 namespace idem {
 
 enum class mode {
@@ -17,8 +19,8 @@ enum class mode {
     enforce,  // run at most once; replay to retries
 };
 
-[[nodiscard]] std::string_view to_string(mode m) noexcept;
+[[nodiscard]] IDEM_API std::string_view to_string(mode m) noexcept;
 // "off", "observe" or "enforce" in any ASCII casing; anything else is std::invalid_argument.
-[[nodiscard]] mode parse_mode(std::string_view text);
+[[nodiscard]] IDEM_API mode parse_mode(std::string_view text);
 
 }  // namespace idem

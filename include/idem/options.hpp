@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/clock.hpp"
 #include "idem/mode.hpp"
 #include "idem/telemetry.hpp"
@@ -34,7 +35,7 @@
 namespace idem {
 
 // Fields have default initializers so designated initializers stay warning-free.
-struct profile_options {
+struct IDEM_API profile_options {
     std::optional<idem::mode> mode = {};
     std::optional<duration> lease = {};
     std::optional<duration> retention = {};
@@ -49,13 +50,13 @@ enum class unscoped_behavior {
 };
 
 // How the HTTP layer reads a request (idem/http/layer.hpp); read on every request.
-struct http_settings {
+struct IDEM_API http_settings {
     std::string header_name = "Idempotency-Key";
     bool require_key = false;  // a missing key: 400 KeyMissing, or run without idempotency
     unscoped_behavior unscoped = unscoped_behavior::reject;
 };
 
-struct executor_options {
+struct IDEM_API executor_options {
     idem::mode mode = mode::enforce;
     // How long a key stays in flight when nobody settles it (crash, exception).
     // Pick lease >= max(server request timeout, client's total retry budget).
@@ -73,7 +74,7 @@ struct executor_options {
 };
 
 // Per call; unset fields come from the profile, then the executor_options.
-struct execution_options {
+struct IDEM_API execution_options {
     std::string profile = {};  // "" for none; "messaging" is built in (7-day retention)
     std::optional<idem::mode> mode = {};
     std::optional<duration> lease = {};
@@ -87,7 +88,7 @@ struct execution_options {
 };
 
 // The settings a call runs with.
-struct resolved_options {
+struct IDEM_API resolved_options {
     idem::mode mode;
     duration lease;
     duration retention;
@@ -102,7 +103,7 @@ inline constexpr auto messaging_retention = std::chrono::hours(24 * 7);
 
 // Thread-safe holder of the current executor_options. Calls read a snapshot;
 // replace() swaps it without blocking them.
-class options_source {
+class IDEM_API options_source {
 public:
     // Throws options_error when `initial` is invalid (store names checked against
     // `known_stores` when given).
@@ -147,6 +148,6 @@ private:
 [[nodiscard]] executor_options executor_options_from_json(std::string_view json);
 
 // "15m", "90s", "250ms": the largest unit that divides the duration exactly.
-[[nodiscard]] std::string format_duration(duration d);
+[[nodiscard]] IDEM_API std::string format_duration(duration d);
 
 }  // namespace idem

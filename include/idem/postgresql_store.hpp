@@ -29,12 +29,13 @@
 #include <string>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/store_admin.hpp"
 #include "idem/transactional_record_store.hpp"
 
 namespace idem {
 
-struct postgresql_store_options {
+struct IDEM_API postgresql_store_options {
     // A libpq connection string: "host=db dbname=bank user=app" or a
     // postgresql:// URI. Malformed: std::invalid_argument.
     std::string connection;
@@ -54,9 +55,9 @@ struct postgresql_store_options {
 // Opens `session` on `connection` (the format above): std::invalid_argument
 // when the string is malformed, store_error when the server cannot be reached
 // (connection_lost) or refuses the login (other).
-void open_postgresql_session(soci::session& session, const std::string& connection);
+IDEM_API void open_postgresql_session(soci::session& session, const std::string& connection);
 
-class postgresql_store final : public transactional_record_store, public store_admin {
+class IDEM_API postgresql_store final : public transactional_record_store, public store_admin {
 public:
     // Opens the first connection (and migrates, unless told not to):
     // std::invalid_argument for bad options, store_error when the database fails.

@@ -16,11 +16,12 @@
 #include <string>
 #include <string_view>
 
+#include "idem/export.hpp"
 #include "idem/scope.hpp"
 
 namespace idem {
 
-class record_key {
+class IDEM_API record_key {
 public:
     static constexpr std::string_view default_prefix = "idem:v3:";
     static constexpr std::size_t max_namespace_bytes = 256;
@@ -54,6 +55,6 @@ private:
 };
 
 // Lowercase hex of the first 8 bytes of a digest.
-[[nodiscard]] std::string key_hash_of(const std::array<std::byte, 32>& digest);
+[[nodiscard]] IDEM_API std::string key_hash_of(const std::array<std::byte, 32>& digest);
 
 }  // namespace idem

@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "idem/export.hpp"
 #include "idem/clock.hpp"
 #include "idem/record_key.hpp"
 
@@ -31,9 +32,9 @@ enum class reservation_status {
     fingerprint_mismatch,  // the key is live for other content
 };
 
-[[nodiscard]] std::string_view to_string(reservation_status status) noexcept;
+[[nodiscard]] IDEM_API std::string_view to_string(reservation_status status) noexcept;
 
-struct reservation {
+struct IDEM_API reservation {
     reservation_status status;
     std::string token;    // reserved: the fencing token that complete and release need
     std::string payload;  // completed: the stored result
@@ -53,14 +54,14 @@ struct reservation {
 // What a store can promise. The contract suite (idem/contract.hpp) picks its
 // scenarios by them, and the executor joins a caller's transaction only with a
 // store that says joins_transactions.
-struct store_traits {
+struct IDEM_API store_traits {
     bool atomic_reserve = true;        // concurrent reserves of one key: exactly one wins
     bool joins_transactions = false;   // a transactional_record_store that joins the caller's transaction
     bool server_clock = false;         // expiry decided by the server's clock
     bool self_expiring = false;        // the server drops expired entries itself; purge has nothing to do
 };
 
-class record_store {
+class IDEM_API record_store {
 public:
     virtual ~record_store() = default;
 
@@ -91,11 +92,11 @@ protected:
 
 namespace detail {
 // The argument checks every store shares (std::invalid_argument).
-void check_fingerprint(std::string_view fingerprint);
-void check_token(std::string_view token);
-void check_duration(duration d, const char* what);
+IDEM_API void check_fingerprint(std::string_view fingerprint);
+IDEM_API void check_token(std::string_view token);
+IDEM_API void check_duration(duration d, const char* what);
 // A fresh random fencing token: 32 lowercase hex characters.
-[[nodiscard]] std::string new_token();
+[[nodiscard]] IDEM_API std::string new_token();
 }  // namespace detail
 
 }  // namespace idem

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/record_store.hpp"
 
 namespace idem {
@@ -36,12 +37,12 @@ class router;
 }
 
 // One node of a Redis Cluster: where a clustered store may ask for the slot map.
-struct redis_node {
+struct IDEM_API redis_node {
     std::string host;
     int port = 6379;
 };
 
-struct redis_options {
+struct IDEM_API redis_options {
     std::string host = "127.0.0.1";
     int port = 6379;
     std::string unix_socket;  // a socket path: used instead of host and port
@@ -65,7 +66,7 @@ struct redis_options {
     std::vector<redis_node> cluster_seeds;
 };
 
-class redis_store final : public record_store {
+class IDEM_API redis_store final : public record_store {
 public:
     // Checks the options (std::invalid_argument naming each bad field); connects on first use.
     explicit redis_store(redis_options options = {});

@@ -15,6 +15,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "idem/export.hpp"
+
 namespace idem {
 
 enum class classification {
@@ -34,7 +36,7 @@ public:
     [[nodiscard]] virtual classification classify(const T&) const { return classification::store; }
 };
 
-struct store_every_result {
+struct IDEM_API store_every_result {
     template <class T>
     classification operator()(const T&) const noexcept {
         return classification::store;
@@ -65,7 +67,7 @@ template <class T, class Serialize, class Deserialize, class Classify = store_ev
 }
 
 // Stores a std::string result as it is.
-class string_codec final : public result_codec<std::string> {
+class IDEM_API string_codec final : public result_codec<std::string> {
 public:
     [[nodiscard]] std::string serialize(const std::string& value) const override { return value; }
     [[nodiscard]] std::string deserialize(std::string_view payload) const override { return std::string(payload); }

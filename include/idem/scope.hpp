@@ -15,9 +15,11 @@
 #include <string>
 #include <string_view>
 
+#include "idem/export.hpp"
+
 namespace idem {
 
-class scope {
+class IDEM_API scope {
 public:
     static scope user(std::string_view id);
     static scope tenant(std::string_view id);

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "idem/export.hpp"
 #include "idem/scope.hpp"
 
 namespace idem {
@@ -35,17 +36,17 @@ inline constexpr std::string_view authorized_party = "azp";
 
 namespace scopes {
 // sub, then the name-identifier claim.
-scope_resolver user();
+IDEM_API scope_resolver user();
 // client_id, then azp: machine callers on client credentials.
-scope_resolver client();
+IDEM_API scope_resolver client();
 // The tenant id from the named claim.
-scope_resolver tenant(std::string claim);
+IDEM_API scope_resolver tenant(std::string claim);
 // The user (as user()) within the tenant from the named claim; both must resolve.
-scope_resolver user_and_tenant(std::string tenant_claim);
+IDEM_API scope_resolver user_and_tenant(std::string tenant_claim);
 // A custom kind whose value `value_of` extracts (nullopt or empty: unresolved).
-scope_resolver custom(std::string kind, std::function<std::optional<std::string>(const claims&)> value_of);
+IDEM_API scope_resolver custom(std::string kind, std::function<std::optional<std::string>(const claims&)> value_of);
 // Every caller shares the key space: an explicit choice.
-scope_resolver global();
+IDEM_API scope_resolver global();
 }  // namespace scopes
 
 }  // namespace idem

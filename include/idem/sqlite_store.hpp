@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/clock.hpp"
 #include "idem/store_admin.hpp"
 #include "idem/transactional_record_store.hpp"
@@ -42,32 +43,37 @@ namespace idem {
 
 enum class sqlite_synchronous { off, normal, full, extra };
 
-struct sqlite_connection_options {
+struct IDEM_API sqlite_connection_options {
     // How long a writer waits for the write lock before store_error(timeout).
     std::chrono::milliseconds busy_timeout{5000};
     // In WAL mode `normal` survives a crash of the process but may lose the
     // last commits on power loss; `full` does not.
     sqlite_synchronous synchronous = sqlite_synchronous::full;
+    // Opens an existing file read-only and leaves its journal mode as it is:
+    // for looking only (`idem inspect`, `idem purge --dry-run`); writes are store_error.
+    bool read_only = false;
 };
 
-// Opens (creating it if missing) the database at `path` in `session` and
-// configures it as below. store_error when it cannot be opened.
-void open_sqlite_session(soci::session& session, const std::string& path, const sqlite_connection_options& options = {});
+// Opens (creating it if missing, unless read_only) the database at `path` in
+// `session` and configures it as below. store_error when it cannot be opened
+// (store_failure::other, naming the directory, when that does not exist).
+IDEM_API void open_sqlite_session(soci::session& session, const std::string& path,
+                                  const sqlite_connection_options& options = {});
 // Configures a connected sqlite3 session the way the store configures its own:
 // WAL journal, the busy timeout (a handler that polls finely, so in-process
 // writers do not sleep for whole milliseconds) and the synchronous level.
-void configure_sqlite_session(soci::session& session, const sqlite_connection_options& options = {});
+IDEM_API void configure_sqlite_session(soci::session& session, const sqlite_connection_options& options = {});
 
-struct sqlite_store_options {
+struct IDEM_API sqlite_store_options {
     std::string path;  // the database file, created if missing (not ":memory:")
     sqlite_connection_options connection{};
     std::size_t pool_size = 4;  // the store's own connections, opened as needed
-    bool migrate_on_open = true;
+    bool migrate_on_open = true;  // not with connection.read_only
     // Expiry decisions; stored as integer milliseconds since the Unix epoch.
     std::shared_ptr<const clock> time = clock::system();
 };
 
-class sqlite_store final : public transactional_record_store, public store_admin {
+class IDEM_API sqlite_store final : public transactional_record_store, public store_admin {
 public:
     // Opens the first connection (and migrates, unless told not to):
     // std::invalid_argument for bad options, store_error when the database fails.

@@ -14,11 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/clock.hpp"
 
 namespace idem {
 
-struct record_state {
+struct IDEM_API record_state {
     bool completed = false;
     time_point created_at = {};  // when the current reservation (or completion) was written
     time_point expires_at = {};  // end of the lease (in flight) or of the retention (completed)
@@ -33,7 +34,7 @@ struct record_state {
     [[nodiscard]] bool expired() const noexcept { return expires_at <= now; }
 };
 
-class store_admin {
+class IDEM_API store_admin {
 public:
     virtual ~store_admin() = default;
 

@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/mode.hpp"
 
 namespace idem {
@@ -39,10 +40,10 @@ enum class outcome {
     key_invalid,     // HTTP: several keys, or one that is not a valid key
 };
 
-[[nodiscard]] std::string_view to_string(entry_point e) noexcept;
-[[nodiscard]] std::string_view to_string(outcome o) noexcept;
+[[nodiscard]] IDEM_API std::string_view to_string(entry_point e) noexcept;
+[[nodiscard]] IDEM_API std::string_view to_string(outcome o) noexcept;
 
-struct decision {
+struct IDEM_API decision {
     entry_point entry;
     idem::outcome outcome;
     idem::mode mode;
@@ -50,11 +51,11 @@ struct decision {
 };
 
 enum class log_level { debug, info, warning, error };
-[[nodiscard]] std::string_view to_string(log_level level) noexcept;
+[[nodiscard]] IDEM_API std::string_view to_string(log_level level) noexcept;
 
 // What an event is about, never the key: the entry point, the record namespace and
 // profile, and over HTTP the method and route template. Empty fields are unknown.
-struct operation_info {
+struct IDEM_API operation_info {
     entry_point entry = entry_point::executor;
     std::string_view name_space = {};
     std::string_view profile = {};
@@ -62,7 +63,7 @@ struct operation_info {
     std::string_view route = {};
 };
 
-struct log_event {
+struct IDEM_API log_event {
     log_level level;
     std::string_view name;      // stable, e.g. "idem.observe.reserve_failed"
     std::string_view key_hash;  // empty when the event names no record
@@ -71,7 +72,7 @@ struct log_event {
 };
 
 // Receives telemetry from many threads at once; must not throw.
-class telemetry_sink {
+class IDEM_API telemetry_sink {
 public:
     virtual ~telemetry_sink() = default;
     virtual void on_decision(const decision&) noexcept {}
@@ -79,10 +80,10 @@ public:
 };
 
 // The default: writes nothing.
-[[nodiscard]] std::shared_ptr<telemetry_sink> null_sink();
+[[nodiscard]] IDEM_API std::shared_ptr<telemetry_sink> null_sink();
 
 // Counts decisions; renders them in the Prometheus text exposition format.
-class metrics_sink final : public telemetry_sink {
+class IDEM_API metrics_sink final : public telemetry_sink {
 public:
     void on_decision(const decision& d) noexcept override;
     [[nodiscard]] std::uint64_t count(entry_point entry, outcome o, mode m, std::string_view profile = {}) const;
@@ -96,7 +97,7 @@ private:
 };
 
 // Writes one logfmt line per event at or above `min` to a stream.
-class log_sink final : public telemetry_sink {
+class IDEM_API log_sink final : public telemetry_sink {
 public:
     explicit log_sink(std::ostream& out, log_level min = log_level::info);
     void on_log(const log_event& e) noexcept override;
@@ -108,7 +109,7 @@ private:
 };
 
 // Forwards to several sinks.
-class fanout_sink final : public telemetry_sink {
+class IDEM_API fanout_sink final : public telemetry_sink {
 public:
     explicit fanout_sink(std::vector<std::shared_ptr<telemetry_sink>> sinks) : sinks_(std::move(sinks)) {}
     void on_decision(const decision& d) noexcept override {

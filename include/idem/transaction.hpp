@@ -17,6 +17,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "idem/export.hpp"
+
 namespace soci {
 class session;
 }
@@ -30,11 +32,11 @@ enum class transaction_state {
     in_doubt,  // a commit or rollback failed midway (e.g. the connection broke): outcome unknown
 };
 
-[[nodiscard]] std::string_view to_string(transaction_state state) noexcept;
+[[nodiscard]] IDEM_API std::string_view to_string(transaction_state state) noexcept;
 
 enum class sql_dialect { sqlite, postgresql };
 
-class transaction {
+class IDEM_API transaction {
 public:
     virtual ~transaction() = default;
 

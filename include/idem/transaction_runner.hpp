@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "idem/export.hpp"
 #include "idem/transaction.hpp"
 
 namespace idem {
@@ -39,13 +40,13 @@ struct runner_access;
 
 enum class isolation_level { database_default, read_committed, repeatable_read, serializable };
 
-struct transaction_options {
+struct IDEM_API transaction_options {
     // PostgreSQL only (transactional stores need read_committed there);
     // SQLite transactions are always serializable.
     isolation_level isolation = isolation_level::database_default;
 };
 
-class transaction_runner {
+class IDEM_API transaction_runner {
 public:
     // The session must be connected (sqlite3 or postgresql backend) and outlive the runner.
     explicit transaction_runner(soci::session& session, transaction_options options = {});

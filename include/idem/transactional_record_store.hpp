@@ -13,12 +13,13 @@
 //   });
 #pragma once
 
+#include "idem/export.hpp"
 #include "idem/record_store.hpp"
 #include "idem/transaction.hpp"
 
 namespace idem {
 
-class transactional_record_store : public record_store {
+class IDEM_API transactional_record_store : public record_store {
 public:
     using record_store::complete;
     using record_store::release;

@@ -35,6 +35,7 @@
 #include "idem/clock.hpp"
 #include "idem/execute_in_transaction.hpp"
 #include "idem/executor.hpp"
+#include "idem/export.hpp"
 #include "idem/record_key.hpp"
 #include "idem/result_codec.hpp"
 
@@ -45,15 +46,15 @@ namespace idem::webhook {
 inline constexpr std::string_view fingerprint = "event";
 
 // Lowercase hex HMAC-SHA256 of `body` under `secret`: what a provider sends.
-[[nodiscard]] std::string hmac_sha256_hex(std::string_view secret, std::string_view body);
+[[nodiscard]] IDEM_API std::string hmac_sha256_hex(std::string_view secret, std::string_view body);
 
 // Whether `signature_hex` (hex, either case) is the HMAC-SHA256 of `body` under
 // `secret`; compared in constant time. A malformed signature is simply false.
-[[nodiscard]] bool signature_matches(std::string_view secret, std::string_view body,
+[[nodiscard]] IDEM_API bool signature_matches(std::string_view secret, std::string_view body,
                                      std::string_view signature_hex) noexcept;
 
 // Namespace "webhook:{provider}", key keys::from_message(event_id, provider).
-[[nodiscard]] record_key event_key(std::string_view provider, std::string_view event_id, const scope& owner);
+[[nodiscard]] IDEM_API record_key event_key(std::string_view provider, std::string_view event_id, const scope& owner);
 
 // One request as received: the exact body bytes and the header fields.
 struct delivery {

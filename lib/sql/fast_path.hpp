@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "idem/export.hpp"
+
 namespace soci {
 class session;
 }
@@ -23,7 +25,7 @@ class pipeline;
 }
 
 // A statement a store leaves to the end of the transaction.
-class deferred_statement {
+class IDEM_API deferred_statement {
 public:
     virtual ~deferred_statement() = default;
     // Queues it on the pipeline that ends the transaction, before COMMIT (or
@@ -33,7 +35,7 @@ public:
     virtual void queue(pg::pipeline& p) = 0;
 };
 
-class fast_path {
+class IDEM_API fast_path {
 public:
     // The BEGIN this transaction still holds back, or null once it was sent. A
     // store that sends it in one pipeline with its own statement calls begin_sent().

@@ -9,11 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/transaction_runner.hpp"
 
 namespace idem::detail {
 
-struct embedded_migration {
+struct IDEM_API embedded_migration {
     int version;            // NNNN
     std::string_view name;  // "NNNN_name", the file name without .sql
     std::string_view sql;
@@ -27,7 +28,7 @@ using script_executor = std::function<void(transaction& tx, std::string_view sql
 // once: SQLite serialises the writers (BEGIN IMMEDIATE), PostgreSQL takes a
 // transaction-level advisory lock first. A database whose schema is newer than
 // `migrations` gives store_error(schema).
-[[nodiscard]] std::vector<std::string> apply_migrations(transaction_runner& runner,
+[[nodiscard]] IDEM_API std::vector<std::string> apply_migrations(transaction_runner& runner,
                                                         std::span<const embedded_migration> migrations,
                                                         const script_executor& execute_script);
 

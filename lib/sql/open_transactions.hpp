@@ -8,10 +8,11 @@
 
 #include <span>
 
+#include "idem/export.hpp"
 #include "idem/transaction.hpp"
 
 namespace idem::detail {
 
-[[nodiscard]] std::span<transaction* const> open_transactions() noexcept;
+[[nodiscard]] IDEM_API std::span<transaction* const> open_transactions() noexcept;
 
 }  // namespace idem::detail

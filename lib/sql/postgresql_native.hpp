@@ -31,6 +31,11 @@ inline constexpr Oid interval_oid = 1186;
 
 // The connection of a connected postgresql session; std::invalid_argument for any other session.
 [[nodiscard]] PGconn* native_handle(soci::session& session);
+
+// From now on transaction runners speak to PostgreSQL sessions through libpq
+// (exact SQLSTATEs, the fast path) and read SOCI's PostgreSQL errors by their
+// SQLSTATE. The PostgreSQL store's library calls it as it loads.
+void use_native_connections() noexcept;
 // The connection is gone (the server went away, or a read or write on it failed).
 [[nodiscard]] bool broken(const PGconn* conn) noexcept;
 // For a connection that sat idle in a pool: reads what the server sent meanwhile

@@ -1,7 +1,9 @@
-// Control statements through SOCI itself: the runner's path for PostgreSQL
-// sessions, and for SQLite ones when idem_sql is built without SQLite.
+// Control statements through SOCI itself: the runner's path for a dialect
+// whose native connection is not loaded (see provide_native_connection).
 #include <soci/session.h>
 
+#include <array>
+#include <atomic>
 #include <stdexcept>
 
 #include "sql/soci_errors.hpp"
@@ -51,6 +53,19 @@ sql_dialect dialect_of(soci::session& session) {
 
 std::unique_ptr<sql_connection> make_soci_connection(soci::session& session, std::string begin_sql) {
     return std::make_unique<soci_connection>(session, std::move(begin_sql));
+}
+
+namespace {
+// One per sql_dialect; set when a driver's library loads, read by every runner after.
+std::array<std::atomic<native_connection_factory>, 2> native_connections{};
+}  // namespace
+
+void provide_native_connection(sql_dialect dialect, native_connection_factory factory) noexcept {
+    native_connections.at(static_cast<std::size_t>(dialect)).store(factory);
+}
+
+native_connection_factory native_connection(sql_dialect dialect) noexcept {
+    return native_connections.at(static_cast<std::size_t>(dialect)).load();
 }
 
 }  // namespace idem::detail

@@ -2,20 +2,11 @@
 
 #include <soci/error.h>
 
+#include <array>
+#include <atomic>
 #include <string>
 
 #include "idem/error.hpp"
-
-#ifdef IDEM_SQL_HAVE_SQLITE
-#include "sql/sqlite_native.hpp"
-#endif
-
-#ifdef IDEM_SQL_HAVE_POSTGRESQL
-#include <soci/postgresql/soci-postgresql.h>
-#include <soci/session.h>
-
-#include "sql/postgresql_native.hpp"
-#endif
 
 namespace idem::detail {
 namespace {
@@ -40,27 +31,20 @@ translation translate(soci::soci_error::error_category category) {
     return {store_failure::other, "database error"};
 }
 
+// One per sql_dialect; set when a driver's library loads, read by every failure after.
+std::array<std::atomic<driver_error_translator>, 2> translators{};
+
 }  // namespace
 
-void rethrow_soci_as_store_error(std::string_view what, [[maybe_unused]] soci::session* session) {
+void provide_driver_error_translator(sql_dialect dialect, driver_error_translator translator) noexcept {
+    translators.at(static_cast<std::size_t>(dialect)).store(translator);
+}
+
+void rethrow_soci_as_store_error(std::string_view what, soci::session* session) {
+    for (const auto& translator : translators)
+        if (const driver_error_translator driver = translator.load()) driver(what, session);
     try {
         throw;
-#ifdef IDEM_SQL_HAVE_POSTGRESQL
-    } catch (const soci::postgresql_soci_error& e) {
-        // SOCI keeps the SQLSTATE (blank when libpq had none, as for a dropped connection).
-        std::string sqlstate = e.sqlstate();
-        if (sqlstate.find_first_not_of(' ') == std::string::npos) sqlstate.clear();
-        const PGconn* conn = nullptr;
-        if (session != nullptr && session->get_backend() != nullptr) conn = pg::native_handle(*session);
-        if (!sqlstate.empty() || conn != nullptr) throw pg::error(conn, sqlstate, what);
-        const auto t = translate(e.get_error_category());
-        throw store_error(t.failure, "idem: " + std::string(what) + " failed: " + t.text);
-#endif
-#ifdef IDEM_SQL_HAVE_SQLITE
-    } catch (const soci::sqlite3_soci_error& e) {
-        // The result code tells a busy database and a constraint apart; the message is SQLite's generic text.
-        throw sqlite::error(e.result(), std::string(what) + " failed");
-#endif
     } catch (const soci::soci_error& e) {
         // e.what() carries SOCI's context (the query and its bound values): never use it.
         const auto t = translate(e.get_error_category());

@@ -6,13 +6,14 @@
 #include <string>
 #include <string_view>
 
+#include "idem/export.hpp"
 #include "idem/transaction_runner.hpp"
 
 namespace idem::detail {
 
 class deferred_statement;
 
-class sql_connection {
+class IDEM_API sql_connection {
 public:
     virtual ~sql_connection() = default;
 
@@ -26,20 +27,23 @@ public:
     [[nodiscard]] virtual const std::string& begin_sql() const noexcept = 0;
     // Sends `last`, then COMMIT when `then_commit`, in one round trip (PostgreSQL only).
     virtual void finish(deferred_statement& last, bool then_commit);
+    [[nodiscard]] virtual bool can_finish() const noexcept { return false; }
     // The connection is gone: the server ends its open transaction by itself.
     [[nodiscard]] virtual bool broken() noexcept { return false; }
 };
 
 // The dialect a connected session speaks; std::invalid_argument for anything else.
-[[nodiscard]] sql_dialect dialect_of(soci::session& session);
+[[nodiscard]] IDEM_API sql_dialect dialect_of(soci::session& session);
 
 [[nodiscard]] std::unique_ptr<sql_connection> make_soci_connection(soci::session& session, std::string begin_sql);
-#ifdef IDEM_SQL_HAVE_SQLITE
-[[nodiscard]] std::unique_ptr<sql_connection> make_sqlite_connection(soci::session& session);
-#endif
-#ifdef IDEM_SQL_HAVE_POSTGRESQL
-[[nodiscard]] std::unique_ptr<sql_connection> make_postgresql_connection(soci::session& session,
-                                                                        std::string begin_sql);
-#endif
+
+// A dialect's connection through its driver's own API, provided by the library
+// that links the driver, when it is loaded: the SQLite store's library
+// (sqlite3) provides SQLite's, the PostgreSQL store's library (libpq)
+// PostgreSQL's, so idem_sql itself links no driver. Without one the runner
+// speaks to that dialect through SOCI.
+using native_connection_factory = std::unique_ptr<sql_connection> (*)(soci::session& session, std::string begin_sql);
+IDEM_API void provide_native_connection(sql_dialect dialect, native_connection_factory factory) noexcept;
+[[nodiscard]] native_connection_factory native_connection(sql_dialect dialect) noexcept;
 
 }  // namespace idem::detail

@@ -1,7 +1,9 @@
 // Control statements on a SQLite session through its native handle: BEGIN
 // IMMEDIATE, COMMIT and ROLLBACK prepared once, errors with exact result codes.
 #include <optional>
+#include <string>
 
+#include "sql/soci_errors.hpp"
 #include "sql/sql_connection.hpp"
 #include "sql/sqlite_native.hpp"
 
@@ -51,10 +53,28 @@ private:
     std::optional<statements> statements_;
 };
 
+// Its BEGIN is always BEGIN IMMEDIATE, as the runner asks.
+std::unique_ptr<sql_connection> make_sqlite_connection(soci::session& session, std::string /*begin_sql*/) {
+    return std::make_unique<sqlite_connection>(session);
+}
+
+// SOCI's SQLite error keeps the result code: it tells a busy database and a
+// constraint apart. The message is SQLite's generic text for the code.
+void translate_sqlite_error(std::string_view what, soci::session*) {
+    try {
+        throw;
+    } catch (const soci::sqlite3_soci_error& e) {
+        throw sqlite::error(e.result(), std::string(what) + " failed");
+    } catch (...) {
+        // Not SQLite's: the generic translation follows.
+    }
+}
+
 }  // namespace
 
-std::unique_ptr<sql_connection> make_sqlite_connection(soci::session& session) {
-    return std::make_unique<sqlite_connection>(session);
+void sqlite::use_native_connections() noexcept {
+    provide_native_connection(sql_dialect::sqlite, make_sqlite_connection);
+    provide_driver_error_translator(sql_dialect::sqlite, translate_sqlite_error);
 }
 
 }  // namespace idem::detail

@@ -22,6 +22,10 @@ namespace idem::detail::sqlite {
 
 using database = sqlite_api::sqlite3;
 
+// From now on transaction runners speak to SQLite sessions through their
+// native handle. The SQLite store's library calls it as it loads.
+void use_native_connections() noexcept;
+
 // The handle of a connected sqlite3 session; std::invalid_argument for any other session.
 [[nodiscard]] database* native_handle(soci::session& session);
 

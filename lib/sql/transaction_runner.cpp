@@ -28,18 +28,11 @@ std::string postgresql_begin(isolation_level level) {
 
 std::unique_ptr<detail::sql_connection> connect(soci::session& session, sql_dialect dialect,
                                                 const transaction_options& options) {
-    if (dialect == sql_dialect::postgresql) {
-#ifdef IDEM_SQL_HAVE_POSTGRESQL
-        return detail::make_postgresql_connection(session, postgresql_begin(options.isolation));
-#else
-        return detail::make_soci_connection(session, postgresql_begin(options.isolation));
-#endif
-    }
-#ifdef IDEM_SQL_HAVE_SQLITE
-    return detail::make_sqlite_connection(session);
-#else
-    return detail::make_soci_connection(session, "BEGIN IMMEDIATE");
-#endif
+    // SQLite: IMMEDIATE takes the write lock up front, so a writer waits (busy
+    // timeout) at BEGIN instead of failing at its first write.
+    std::string begin = dialect == sql_dialect::postgresql ? postgresql_begin(options.isolation) : "BEGIN IMMEDIATE";
+    if (const auto native = detail::native_connection(dialect)) return native(session, std::move(begin));
+    return detail::make_soci_connection(session, std::move(begin));
 }
 
 // Throws a transaction_error carrying `cause` (the exception that made us roll
@@ -56,7 +49,7 @@ std::unique_ptr<detail::sql_connection> connect(soci::session& session, sql_dial
 
 }  // namespace
 
-class transaction_runner::impl final : public transaction, public detail::fast_path {
+class IDEM_LOCAL transaction_runner::impl final : public transaction, public detail::fast_path {
 public:
     impl(soci::session& session, const transaction_options& options)
         : session_(session), dialect_(detail::dialect_of(session)), connection_(connect(session, dialect_, options)) {}
@@ -86,7 +79,7 @@ public:
     // statement, or until anything else needs the transaction.
     void begin(bool fast) {
         open_on_this_thread.reserve(open_on_this_thread.size() + 1);  // close() must not allocate
-        fast_ = fast && dialect_ == sql_dialect::postgresql;
+        fast_ = fast && connection_->can_finish();
         if (!fast_) connection_->begin();
         begin_held_ = fast_;
         open_on_this_thread.push_back(this);

@@ -8,9 +8,14 @@
 
 #include "idem/error.hpp"
 #include "idem/postgresql_store.hpp"
+#include "sql/postgresql_native.hpp"
 
 namespace idem {
 namespace {
+
+// Runners get libpq's connection as soon as this library is loaded (a static
+// link keeps this file with open_postgresql_session, which every use calls).
+const bool native_connections = (detail::pg::use_native_connections(), true);
 
 // The connection string in the one form SOCI 4.0 passes to libpq unchanged.
 // SOCI splits the string at spaces into key=value tokens and joins them back

@@ -32,7 +32,7 @@ void check_older_than(duration older_than) {
 
 }  // namespace
 
-struct postgresql_store::impl {
+struct IDEM_LOCAL postgresql_store::impl {
     explicit impl(postgresql_store_options o) : options(checked(std::move(o))), pool(pg::make_pool(options)) {
         database = PQdb(pool->acquire()->statements->conn());
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -16,6 +17,10 @@ namespace idem {
 namespace {
 
 using namespace std::chrono_literals;
+
+// Runners get SQLite's native connection as soon as this library is loaded (a
+// static link keeps this file with open_sqlite_session, which every use calls).
+const bool native_connections = (detail::sqlite::use_native_connections(), true);
 
 // SQLite's own busy handler sleeps 1, 2, 5, 10... ms between attempts, while a
 // write transaction here usually holds the lock for tens of microseconds. This
@@ -69,6 +74,23 @@ void set_wal(detail::sqlite::database* db, std::chrono::milliseconds busy_timeou
     }
 }
 
+// Opening fails this way for a path that is wrong, not for a passing fault:
+// retrying cannot help, so it is not transient.
+store_error cannot_open(const std::string& path, bool read_only, int result_code) {
+    std::error_code ec;
+    const std::filesystem::path file(path);
+    const std::filesystem::path directory = file.has_parent_path() ? file.parent_path() : ".";
+    std::string why;
+    if (!std::filesystem::is_directory(directory, ec))
+        why = "the directory " + directory.string() + " does not exist";
+    else if (read_only && !std::filesystem::exists(file, ec))
+        why = "there is no such file";
+    else
+        why = "it cannot be opened (permissions?)";
+    return store_error(store_failure::other, "idem: cannot open the SQLite database " + path + ": " + why,
+                       std::to_string(result_code));
+}
+
 }  // namespace
 
 void configure_sqlite_session(soci::session& session, const sqlite_connection_options& options) {
@@ -77,7 +99,7 @@ void configure_sqlite_session(soci::session& session, const sqlite_connection_op
     const auto timeout = static_cast<std::uintptr_t>(options.busy_timeout.count());
     // First, so that the pragmas below wait for a concurrent opener too.
     sqlite_api::sqlite3_busy_handler(db, wait_while_busy, reinterpret_cast<void*>(timeout));
-    set_wal(db, options.busy_timeout);
+    if (!options.read_only) set_wal(db, options.busy_timeout);
     detail::sqlite::execute(db, synchronous_pragma(options.synchronous), "setting the synchronous level");
 }
 
@@ -87,8 +109,9 @@ void open_sqlite_session(soci::session& session, const std::string& path, const 
     if (path.find('"') != std::string::npos)
         throw std::invalid_argument("idem: the SQLite database path contains '\"'");
     try {
-        session.open(*soci::factory_sqlite3(), "db=\"" + path + "\"");
+        session.open(*soci::factory_sqlite3(), "db=\"" + path + "\"" + (options.read_only ? " readonly=1" : ""));
     } catch (const soci::sqlite3_soci_error& e) {
+        if ((e.result() & 0xff) == SQLITE_CANTOPEN) throw cannot_open(path, options.read_only, e.result());
         throw detail::sqlite::error(e.result(), "opening the SQLite database");
     } catch (...) {
         detail::rethrow_soci_as_store_error("opening the SQLite database");

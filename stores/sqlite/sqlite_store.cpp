@@ -29,6 +29,8 @@ sqlite_store_options checked(sqlite_store_options options) {
         throw std::invalid_argument("idem: sqlite_store needs a database file; each connection would get its own memory");
     if (options.pool_size == 0) throw std::invalid_argument("idem: sqlite_store pool_size must be positive");
     if (!options.time) throw std::invalid_argument("idem: sqlite_store needs a clock");
+    if (options.connection.read_only && options.migrate_on_open)
+        throw std::invalid_argument("idem: a read-only sqlite_store cannot migrate on open (set migrate_on_open = false)");
     return options;
 }
 
@@ -39,7 +41,7 @@ std::string file_of(sqlite::database* db) {
 
 }  // namespace
 
-struct sqlite_store::impl {
+struct IDEM_LOCAL sqlite_store::impl {
     explicit impl(sqlite_store_options o)
         : options(checked(std::move(o))), pool(sqlite::make_pool(options.path, options.connection, options.pool_size)) {
         file = file_of(sqlite::native_handle(pool->acquire()->session));

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "cli_support.hpp"
+#include "idem/error.hpp"
 #include "idem/sqlite_store.hpp"
 
 namespace {
@@ -248,4 +249,53 @@ TEST_CASE("inspect: bad key hashes and half-named records are usage errors") {
         CHECK(r.out.empty());
     }
     CHECK(w.rows() == 1);
+}
+
+TEST_CASE("a database in a directory that does not exist: the error names the directory and is not transient") {
+    workspace w;
+    const auto directory = w.dir.path() / "no-such-dir";
+    const auto db = (directory / "x.db").string();
+    try {
+        idem::sqlite_store store{{.path = db}};
+        FAIL("the store opened in a missing directory");
+    } catch (const idem::store_error& e) {
+        CHECK(!e.is_transient());
+        CHECK(e.failure() == idem::store_failure::other);
+        CHECK(contains(e.what(), "the directory " + directory.string() + " does not exist"));
+    }
+    const auto r = w.idem({"migrate", "--db", db});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "the directory " + directory.string() + " does not exist"));
+    CHECK(contains(r.err, "check --db"));
+    CHECK(!std::filesystem::exists(directory));
+}
+
+TEST_CASE("purge, purge --dry-run and inspect on a database without the schema name `idem migrate --db`") {
+    workspace w;
+    {
+        soci::session s;
+        idem::open_sqlite_session(s, w.db);
+    }
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             on("purge", w.db), {"purge", "--db", w.db, "--dry-run"}, on("inspect", w.db)}) {
+        const auto r = w.idem(args);
+        CAPTURE(r.err);
+        CHECK(r.exit_code == 1);
+        CHECK(r.out.empty());
+        CHECK(r.err == "idem: " + w.db + " has no idem schema, or an older one: create or upgrade it with `idem migrate "
+                                         "--db " + w.db + "`, then run this command again\n");
+    }
+    CHECK(w.idem({"migrate", "--db", w.db}).exit_code == 0);
+    CHECK(w.idem({"purge", "--db", w.db, "--dry-run"}).out == "would purge 0 rows expired\n");
+}
+
+TEST_CASE("a missing SQLite file: purge and inspect say how to create it") {
+    workspace w;
+    for (const char* command : {"purge", "inspect"}) {
+        const auto r = w.idem(on(command, w.db));
+        CHECK(r.exit_code == 1);
+        CHECK(r.err == "idem: no SQLite database at " + w.db + ": check --db, or create it with `idem migrate --db " +
+                           w.db + "`\n");
+    }
 }

@@ -85,7 +85,7 @@ TEST_CASE("invalid UTF-8 arguments are a usage error") {
     }
 }
 
-TEST_CASE("key valid exits 0 for a valid key, 1 otherwise, and prints nothing") {
+TEST_CASE("key valid exits 0 for a valid key, 1 otherwise, and prints nothing; 2 for an argument not in UTF-8") {
     workspace w;
     auto r = w.idem({"key", "valid", "8e03978e-40d5-43e8-bc93-6894a57f9324"});
     CHECK(r.exit_code == 0);
@@ -94,7 +94,9 @@ TEST_CASE("key valid exits 0 for a valid key, 1 otherwise, and prints nothing") 
     CHECK(w.idem({"key", "valid", "quote\""}).exit_code == 1);
     CHECK(w.idem({"key", "valid", std::string(256, 'a')}).exit_code == 1);
     CHECK(w.idem({"key", "valid", std::string(255, 'a')}).exit_code == 0);
-    CHECK(w.idem({"key", "valid", bad_utf8}).exit_code == 1);
+    r = w.idem({"key", "valid", "caf\xE9"});  // Latin-1, as a terminal in another locale sends it
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "idem: argument 3 is not UTF-8; give keys, ids and paths as UTF-8 text\n");
     CHECK(w.idem({"key", "valid", "--", "-starts-with-dash"}).exit_code == 0);
     CHECK(w.idem({"key", "valid"}).exit_code == 2);  // missing KEY
 }
@@ -121,6 +123,22 @@ TEST_CASE("missing or unknown subcommands and flags are usage errors") {
         CHECK(r.exit_code == 2);
         CHECK(r.out.empty());
     }
+}
+
+TEST_CASE("an unknown command is named, with the commands there are") {
+    workspace w;
+    auto r = w.idem({"bogus"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "idem: unknown command 'idem bogus'; the commands are migrate, purge, key, inspect (`idem --help`)\n");
+    r = w.idem({"key", "derived", "refund"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err ==
+          "idem: unknown command 'idem key derived'; the commands are derive, uuid, message, storage, valid "
+          "(`idem key --help`)\n");
+    // The arguments of a command are not commands.
+    r = w.idem({"key", "derive", "bogus"});
+    CHECK(r.exit_code == 0);
 }
 
 TEST_CASE("--help on every subcommand") {

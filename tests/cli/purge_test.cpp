@@ -2,7 +2,13 @@
 // never touches, its bounds, and purges racing live traffic and each other.
 #include <doctest/doctest.h>
 
+#include <soci/soci.h>
+#include <soci/sqlite3/soci-sqlite3.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "cli_support.hpp"
 
@@ -178,4 +184,52 @@ TEST_CASE("two purges at once delete each expired row exactly once") {
     purge_twice_at_once(w, w.db, expired);
     CHECK(w.rows() == 100);
     CHECK(w.expired_rows() == 0);
+}
+
+namespace {
+
+std::string journal_mode(const std::string& db) {
+    soci::session session(soci::sqlite3, "db=\"" + db + "\"");
+    std::string mode;
+    session << "PRAGMA journal_mode", soci::into(mode);
+    return mode;
+}
+
+std::string contents(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("purge --dry-run and inspect change nothing: not the rows, not the journal mode, not a byte") {
+    workspace w;
+    seed_mix(w);
+    {
+        soci::session session(soci::sqlite3, "db=\"" + w.db + "\"");
+        session << "PRAGMA journal_mode = DELETE";
+    }
+    REQUIRE(journal_mode(w.db) == "delete");
+    const std::string before = contents(w.db);
+    auto r = w.idem({"purge", "--db", w.db, "--dry-run"});
+    CHECK(r.out == "would purge 500 rows expired\n");
+    r = w.idem({"inspect", "--db", w.db, "--key-hash", digest_hex(key_of("old", 1))});
+    CHECK(r.exit_code == 0);
+    CHECK(journal_mode(w.db) == "delete");
+    CHECK(contents(w.db) == before);
+    CHECK(!std::filesystem::exists(w.db + "-wal"));
+}
+
+TEST_CASE("purge --progress stopped by --max-rows: \"about N left\" counts the rows it leaves") {
+    workspace w;
+    w.migrate();
+    seed(w.db, "old", 400, record_kind::completed, sys::now() - 2h, 1h);
+    const auto r = w.idem({"purge", "--db", w.db, "--batch", "100", "--max-rows", "150", "--progress"});
+    CHECK(purged(r) == 150);
+    CAPTURE(r.err);
+    const std::string last = r.err.substr(r.err.rfind('\r'));
+    CHECK(last.starts_with("\rdeleted 150 rows, "));
+    CHECK(contains(last, " rows/s, about 250 left"));
+    CHECK(!contains(last, "(~"));  // this run has no time left once it stopped
+    CHECK(w.rows() == 250);
 }

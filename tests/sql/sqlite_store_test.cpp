@@ -224,7 +224,8 @@ TEST_CASE("sqlite store: bad paths and options give typed errors, not crashes") 
         open((dir.path() / "missing-directory/app.db").string());
         FAIL("opened a path in a missing directory");
     } catch (const idem::store_error& e) {
-        CHECK(e.is_connection_lost());
+        CHECK(!e.is_transient());  // a wrong path: retrying cannot help
+        CHECK(e.failure() == idem::store_failure::other);
         CHECK(e.native_code() == "14");  // SQLITE_CANTOPEN
     }
     CHECK_THROWS_AS(open(dir.path().string()), idem::store_error);  // a directory

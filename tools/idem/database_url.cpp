@@ -47,6 +47,30 @@ database_url parse_database_url(std::string_view text) {
     reject("is not a database URL");
 }
 
+std::string explain(const store_error& failure, const database_url& url) {
+    // A PostgreSQL URI may carry a password: never repeat it.
+    const std::string db = url.kind == database_url::backend::sqlite ? url.location : "URL";
+    const std::string what = failure.what();
+    switch (failure.failure()) {
+        case store_failure::schema:
+            // The library's own text names the statement and the C++ call; the operator needs the command.
+            return fmt::format("idem: {} has no idem schema, or an older one: create or upgrade it with "
+                               "`idem migrate --db {}`, then run this command again",
+                               url.kind == database_url::backend::sqlite ? url.location : "the database", db);
+        case store_failure::connection_lost:
+            return what + "; check that the database is reachable and --db is right, then run the command again";
+        case store_failure::timeout:
+            return what + "; another process held the database for longer than the wait: run the command again";
+        case store_failure::conflict: return what + "; a concurrent transaction won: run the command again";
+        case store_failure::corrupt_record:
+            return what + "; the row was not written by idem (or was changed by hand): look at it with the "
+                          "database's own client";
+        case store_failure::unsupported:
+        case store_failure::other: break;
+    }
+    return what + "; check --db: the path or URL, and that it names a database you may read and write";
+}
+
 std::unique_ptr<store_admin> open_store(const database_url& url, open_mode mode) {
     switch (url.kind) {
         case database_url::backend::sqlite:

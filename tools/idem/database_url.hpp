@@ -6,9 +6,11 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include "idem/error.hpp"
 #include "idem/store_admin.hpp"
 
 namespace idem::cli {
@@ -30,12 +32,34 @@ void add_database_option(CLI::App& command, std::string& url);
 [[nodiscard]] database_url parse_database_url(std::string_view text);
 
 enum class open_mode {
-    create,    // migrate: a missing SQLite file is created
-    existing,  // purge, inspect: a missing SQLite file is a store_error, not a new empty database
+    create,     // migrate: a missing SQLite file is created
+    existing,   // purge: a missing SQLite file is a command_error, not a new empty database
+    read_only,  // inspect, purge --dry-run: as existing, and nothing is written (not even the journal mode)
 };
 
-// The store behind `url`, not migrated. store_error when it cannot be opened;
-// std::invalid_argument when this build has no store for it.
+// A failure of a command, worded for the operator (what went wrong, then what
+// to do next); printed as it is, exit code 1.
+class command_error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// The message of `failure` on `url`, ending with what the operator can do about it.
+[[nodiscard]] std::string explain(const store_error& failure, const database_url& url);
+
+// Runs `work` (which opens the store behind `url` and uses it): a store_error
+// comes out as a command_error that says what to do next.
+template <class Work>
+auto on_database(const database_url& url, Work&& work) {
+    try {
+        return work();
+    } catch (const store_error& e) {
+        throw command_error(explain(e, url));
+    }
+}
+
+// The store behind `url`, not migrated. store_error or command_error when it
+// cannot be opened; std::invalid_argument when this build has no store for it.
 [[nodiscard]] std::unique_ptr<store_admin> open_store(const database_url& url, open_mode mode);
 
 // The stores' openers: open_<store>.cpp, each built (and IDEM_CLI_<STORE> set)

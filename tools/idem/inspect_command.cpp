@@ -101,8 +101,9 @@ void print_record(std::ostream& out, const digest& d, const record_state& r) {
 
 int inspect(const inspect_args& args) {
     const digest d = target(args);
-    const auto store = open_store(parse_database_url(args.url), open_mode::existing);
-    const auto record = store->inspect(d, args.payload);
+    const database_url db = parse_database_url(args.url);
+    const auto record =
+        on_database(db, [&] { return open_store(db, open_mode::read_only)->inspect(d, args.payload); });
     if (!record) {
         std::cerr << "idem: no record with key hash " << key_hash_of(d) << " (digest " << hex(d) << ")\n";
         return exit_not_found;

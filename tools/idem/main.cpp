@@ -11,8 +11,10 @@
 #include <iostream>
 
 #include "admin_commands.hpp"
+#include "database_url.hpp"
 #include "idem/error.hpp"
 #include "key_commands.hpp"
+#include "usage_checks.hpp"
 
 int main(int argc, char** argv) {
     CLI::App app{"idem: operate idempotency records (migrate, purge, key, inspect)", "idem"};
@@ -23,6 +25,11 @@ int main(int argc, char** argv) {
     idem::cli::add_purge_command(app);
     idem::cli::add_key_commands(app, exit_code);
     idem::cli::add_inspect_command(app, exit_code);
+    for (const auto& usage_error : {idem::cli::non_utf8_argument(argc, argv), idem::cli::unknown_command(app, argc, argv)}) {
+        if (!usage_error) continue;
+        std::cerr << *usage_error << '\n';
+        return 2;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -35,6 +42,9 @@ int main(int argc, char** argv) {
     } catch (const std::invalid_argument& e) {
         std::cerr << e.what() << '\n';
         return 2;
+    } catch (const idem::cli::command_error& e) {
+        std::cerr << e.what() << '\n';
+        return 1;
     } catch (const idem::error& e) {
         std::cerr << e.what() << '\n';
         return 1;

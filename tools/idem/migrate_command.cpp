@@ -12,7 +12,8 @@ void add_migrate_command(CLI::App& app) {
     auto* command = app.add_subcommand("migrate", "Create or upgrade the schema: apply the pending migrations");
     add_database_option(*command, *url);
     command->callback([url] {
-        const auto applied = open_store(parse_database_url(*url), open_mode::create)->migrate();
+        const database_url db = parse_database_url(*url);
+        const auto applied = on_database(db, [&] { return open_store(db, open_mode::create)->migrate(); });
         for (const auto& name : applied) std::cout << "applied " << name << '\n';
         if (applied.empty()) std::cout << "nothing to apply: the schema is up to date\n";
     });

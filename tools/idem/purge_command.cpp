@@ -38,10 +38,13 @@ double seconds_since(steady::time_point start) {
 }
 
 // One line on stderr, rewritten in place (carriage return, then padding over
-// what the previous one left), at most ten times a second.
+// what the previous one left), at most ten times a second. "About N left" are
+// the expired rows still in the database, --max-rows or not; the time is what
+// this run still needs.
 class progress_line {
 public:
-    progress_line(std::size_t expected, steady::time_point start) : expected_(expected), start_(start) {}
+    progress_line(std::size_t expired, std::size_t bound, steady::time_point start)
+        : expired_(expired), to_delete_(std::min(expired, bound)), start_(start) {}
 
     void update(std::size_t deleted, bool last) {
         const auto now = steady::now();
@@ -49,9 +52,10 @@ public:
         shown_ = now;
         const double elapsed = seconds_since(start_);
         const double rate = elapsed > 0 ? static_cast<double>(deleted) / elapsed : 0;
-        const std::size_t left = expected_ > deleted ? expected_ - deleted : 0;
+        const std::size_t left = expired_ > deleted ? expired_ - deleted : 0;
+        const std::size_t this_run = to_delete_ > deleted ? to_delete_ - deleted : 0;
         std::string line = fmt::format("deleted {} rows, {:.0f} rows/s, about {} left", deleted, rate, left);
-        if (left > 0 && rate > 0) line += fmt::format(" (~{:.0f}s)", static_cast<double>(left) / rate);
+        if (this_run > 0 && rate > 0) line += fmt::format(" (~{:.0f}s)", static_cast<double>(this_run) / rate);
         const std::size_t width = line.size();
         line.resize(std::max(width, width_), ' ');
         width_ = width;
@@ -59,22 +63,21 @@ public:
     }
 
 private:
-    std::size_t expected_;
+    std::size_t expired_;
+    std::size_t to_delete_;
     steady::time_point start_;
     steady::time_point shown_{};
     std::size_t width_ = 0;
 };
 
-void purge(const purge_args& args) {
-    const duration older_than = parse_duration(args.older_than);
-    const auto store = open_store(parse_database_url(args.url), open_mode::existing);
+void purge(store_admin& store, const purge_args& args, duration older_than) {
     const std::size_t batch = static_cast<std::size_t>(args.batch);
     const std::size_t bound =
         args.max_rows == 0 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(args.max_rows);
     const std::string age = older_than > duration::zero() ? " for over " + args.older_than : "";
 
     if (args.dry_run) {
-        const std::size_t expired = store->count_expired(older_than);
+        const std::size_t expired = store.count_expired(older_than);
         std::cout << fmt::format("would purge {} rows expired{}", std::min(expired, bound), age);
         if (expired > bound) std::cout << fmt::format(" (of {}; --max-rows)", expired);
         std::cout << '\n';
@@ -84,13 +87,13 @@ void purge(const purge_args& args) {
     const auto start = steady::now();
     std::optional<progress_line> progress;
     if (args.progress || ::isatty(STDERR_FILENO) == 1)
-        progress.emplace(std::min(store->count_expired(older_than), bound), start);
+        progress.emplace(store.count_expired(older_than), bound, start);
     std::size_t deleted = 0;
     std::size_t batches = 0;
     while (deleted < bound) {
         const std::size_t want = std::min(batch, bound - deleted);
         const auto batch_start = steady::now();
-        const std::size_t n = store->purge_batch(want, older_than);
+        const std::size_t n = store.purge_batch(want, older_than);
         ++batches;
         deleted += n;
         if (progress) progress->update(deleted, false);
@@ -105,6 +108,15 @@ void purge(const purge_args& args) {
                              batches, batches == 1 ? "" : "es", elapsed,
                              elapsed > 0 ? static_cast<double>(deleted) / elapsed : 0.0,
                              deleted == bound ? "; stopped at --max-rows" : "");
+}
+
+void purge(const purge_args& args) {
+    const duration older_than = parse_duration(args.older_than);
+    const database_url db = parse_database_url(args.url);
+    // A dry run opens the database read-only: it changes nothing, not even the journal mode.
+    on_database(db, [&] {
+        purge(*open_store(db, args.dry_run ? open_mode::read_only : open_mode::existing), args, older_than);
+    });
 }
 
 }  // namespace

@@ -12,10 +12,11 @@
 #include <string_view>
 
 #include "idem/http/message.hpp"
+#include "idem/export.hpp"
 
 namespace idem::http {
 
-[[nodiscard]] std::string request_fingerprint(std::string_view method, std::string_view target,
+[[nodiscard]] IDEM_API std::string request_fingerprint(std::string_view method, std::string_view target,
                                               std::string_view body);
 // The same with the parts of a multipart body (name, filename, content type and content
 // of each, in order), so the boundary a client picked does not matter. Without parts it

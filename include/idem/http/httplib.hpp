@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "idem/export.hpp"
 #include "idem/http/layer.hpp"
 #include "idem/telemetry.hpp"
 
@@ -29,7 +30,7 @@ namespace idem::http {
 // Same type as httplib::Server::Handler.
 using httplib_handler = std::function<void(const httplib::Request&, httplib::Response&)>;
 
-struct httplib_options {
+struct IDEM_API httplib_options {
     // The caller's claims, from whatever authenticated the request; none by default.
     std::function<claims(const httplib::Request&)> claims_of = nullptr;
     // The route template log events name the endpoint by ("/accounts/{id}"); empty: the path.
@@ -41,7 +42,7 @@ struct httplib_options {
 // multipart body (which cpp-httplib parses into parts and leaves out of req.body) is
 // fingerprinted part by part. A header value holding NUL is answered 400
 // Request.HeaderInvalid in every mode, before anything runs.
-[[nodiscard]] httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler,
+[[nodiscard]] IDEM_API httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler,
                                          httplib_options options = {});
 
 // Makes `server` safe for hostile input; takes its exception and pre-routing handlers:

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "idem/export.hpp"
+
 namespace idem::http {
 
 enum class key_state {
@@ -19,11 +21,11 @@ enum class key_state {
     invalid,  // several field lines, a malformed sf-string, or a key keys::is_valid rejects
 };
 
-struct parsed_key {
+struct IDEM_API parsed_key {
     key_state state;
     std::string key;
 };
 
-[[nodiscard]] parsed_key parse_key_header(std::span<const std::string_view> field_values);
+[[nodiscard]] IDEM_API parsed_key parse_key_header(std::span<const std::string_view> field_values);
 
 }  // namespace idem::http

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/executor.hpp"
 #include "idem/http/message.hpp"
 
@@ -30,7 +31,7 @@ using idem::unscoped_behavior;
 // own (filled from these fields), or, for a layer built on an executor, the executor's
 // (the mode and durations through `profile`, the others from executor_options::http),
 // where these fields are unused and one replace() switches executor, inbox and layer.
-struct layer_options {
+struct IDEM_API layer_options {
     std::string header_name = "Idempotency-Key";  // [live]
     std::set<std::string, std::less<>> methods = {"POST", "PATCH"};
     bool require_key = false;  // [live] a missing key: 400 KeyMissing, or run without idempotency
@@ -53,14 +54,14 @@ struct layer_options {
 };
 
 // What the layer decided before running anything.
-struct admission {
+struct IDEM_API admission {
     std::optional<response> answer = {};  // a 400 to send instead of running the endpoint
     std::optional<record_key> key = {};   // set when the request is idempotent
     std::string fingerprint = {};         // of the request, when `key` is set
     // Neither set: run the endpoint without idempotency (no key, method not covered, off).
 };
 
-class idempotency_layer {
+class IDEM_API idempotency_layer {
 public:
     // A layer with a store and options of its own. Invalid options (lease above 15 minutes
     // or above retention, non-positive spans, no methods) throw options_error naming every

@@ -12,20 +12,21 @@
 #include <utility>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/scope_resolvers.hpp"
 
 namespace idem::http {
 
 // One part of a multipart/form-data body, for servers that hand over the parts
 // instead of the body bytes.
-struct form_part {
+struct IDEM_API form_part {
     std::string_view name = {};
     std::string_view filename = {};
     std::string_view content_type = {};
     std::string_view content = {};
 };
 
-struct request {
+struct IDEM_API request {
     std::string_view method = {};
     std::string_view target = {};  // path and query, as received
     std::string_view body = {};
@@ -39,7 +40,7 @@ struct request {
     std::string_view route = {};
 };
 
-struct response {
+struct IDEM_API response {
     int status = 200;
     std::vector<std::pair<std::string, std::string>> headers = {};
     std::string body = {};
@@ -54,6 +55,6 @@ struct response {
 };
 
 // ASCII case-insensitive equality, for header names.
-[[nodiscard]] bool header_name_equals(std::string_view a, std::string_view b) noexcept;
+[[nodiscard]] IDEM_API bool header_name_equals(std::string_view a, std::string_view b) noexcept;
 
 }  // namespace idem::http

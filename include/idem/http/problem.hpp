@@ -8,11 +8,12 @@
 
 #include <string_view>
 
+#include "idem/export.hpp"
 #include "idem/http/message.hpp"
 
 namespace idem::http {
 
-struct problem_code {
+struct IDEM_API problem_code {
     int status;
     std::string_view code;   // e.g. "Idempotency.KeyReused"
     std::string_view title;
@@ -37,8 +38,8 @@ inline constexpr problem_code internal_error{500, "Server.InternalError",
 }  // namespace codes
 
 // A problem+json response with Cache-Control: no-store.
-[[nodiscard]] response problem(const problem_code& code);
+[[nodiscard]] IDEM_API response problem(const problem_code& code);
 // The same with "correlation_id" in the body and an X-Correlation-Id header.
-[[nodiscard]] response problem(const problem_code& code, std::string_view correlation_id);
+[[nodiscard]] IDEM_API response problem(const problem_code& code, std::string_view correlation_id);
 
 }  // namespace idem::http

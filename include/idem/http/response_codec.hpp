@@ -11,12 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "idem/export.hpp"
 #include "idem/http/layer.hpp"
 #include "idem/result_codec.hpp"
 
 namespace idem::http {
 
-class response_codec final : public result_codec<response> {
+class IDEM_API response_codec final : public result_codec<response> {
 public:
     explicit response_codec(const layer_options& options)
         : replayed_headers_(options.replayed_headers), max_stored_body_(options.max_stored_body) {}

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""idem's shared libraries export their public API only. Lists each library's
+exported symbols (nm -D --defined-only, demangled) and fails on any of idem's
+own symbols that is internal (idem::detail, an anonymous namespace, a
+store's private namespace) unless the allow list below names it and says why.
+A symbol is judged by its name, not by its parameter types: a public member
+taking a detail type (the type-erased callable the public templates pass) is
+public. Symbols of the standard library's templates instantiated for idem's
+types are the C++ runtime's, not idem's API, and are not judged.
+  exported_symbols.py BUILD_ROOT"""
+import pathlib
+import re
+import subprocess
+import sys
+
+# What must stay visible although it is not API, and why. Each entry is a
+# regular expression on the demangled name, for the libraries named.
+ALLOWED = [
+    # Declared in the public record_store.hpp for record-store implementations
+    # (the store libraries, and stores applications write): argument checks and
+    # fencing tokens.
+    (r"^idem::detail::(check_fingerprint|check_token|check_duration|new_token)$", {"libidem"}),
+    # The SQL plumbing the SQLite and PostgreSQL store libraries are built on,
+    # exported by idem_sql for them (lib/sql/*.hpp, not installed): SOCI error
+    # translation, migrations, the transactions open on a thread, the dialect
+    # of a session, and the interface of the native connection each store
+    # library provides to the runner.
+    (r"^idem::detail::(rethrow_soci_as_store_error|provide_driver_error_translator|provide_native_connection"
+     r"|apply_migrations|open_transactions|dialect_of)$", {"libidem_sql"}),
+    (r"^idem::detail::sql_connection(::|$)", {"libidem_sql", "libidem_sqlite", "libidem_postgresql"}),
+    # The fast path between the runner (idem_sql) and the PostgreSQL store:
+    # one type across both libraries, which the store reaches by dynamic_cast.
+    (r"^idem::detail::(fast_path|deferred_statement)(::|$)", {"libidem_sql", "libidem_postgresql"}),
+    # SHA-1 and hex of libidem's crypto: the Redis store names its Lua scripts by their SHA-1 (EVALSHA).
+    (r"^idem::detail::(sha1|hex)$", {"libidem"}),
+]
+
+# Internal: a detail namespace, an anonymous one, or a class's private implementation (pimpl).
+INTERNAL = re.compile(r"idem::(detail|redis_detail)::|\(anonymous namespace\)|::impl(::|$)")
+PREFIX = re.compile(r"^(vtable for |typeinfo for |typeinfo name for |VTT for |guard variable for |non-virtual thunk to )")
+
+
+def entity(symbol):
+    """The qualified name a symbol defines: without its parameters, return type,
+    template arguments and ABI tags."""
+    name = PREFIX.sub("", symbol)
+    depth, cut = 0, len(name)
+    for i, c in enumerate(name):
+        depth += c == "<"
+        depth -= c == ">"
+        if c == "(" and depth == 0:
+            cut = i
+            break
+    name = name[:cut]
+    depth, start = 0, 0
+    for i, c in enumerate(name):  # a return type ends at the last space outside <>
+        depth += c == "<"
+        depth -= c == ">"
+        if c == " " and depth == 0:
+            start = i + 1
+    name = name[start:]
+    while re.search(r"<[^<>]*>", name):
+        name = re.sub(r"<[^<>]*>", "", name)
+    return name.replace("[abi:cxx11]", "")
+
+
+root = pathlib.Path(sys.argv[1])
+libraries = sorted(p for p in root.rglob("libidem*.so") if "subprojects" not in p.parts)
+if not libraries:
+    sys.exit(f"no libidem*.so under {root}")
+failures = []
+for library in libraries:
+    name = library.name.removesuffix(".so")
+    out = subprocess.run(["nm", "-D", "--defined-only", "-C", str(library)], capture_output=True, text=True,
+                         check=True).stdout
+    symbols = [line.split(" ", 2)[2] for line in out.splitlines() if line.count(" ") >= 2]
+    own = [s for s in symbols if entity(s).startswith("idem::")]
+    internal = [s for s in own if INTERNAL.search(entity(s))]
+    judged = [s for s in internal
+              if not any(re.search(pattern, entity(s)) and name in libs for pattern, libs in ALLOWED)]
+    print(f"{name}: {len(symbols)} exported, {len(own)} of idem's, {len(internal) - len(judged)} internal allowed")
+    failures += [f"{name}: exports internal {s}" for s in judged]
+for failure in failures:
+    print(failure)
+sys.exit(1 if failures else 0)
