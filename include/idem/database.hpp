@@ -35,6 +35,7 @@
 #include "idem/database_url.hpp"
 #include "idem/execute_in_transaction.hpp"
 #include "idem/executor.hpp"
+#include "idem/export.hpp"
 #include "idem/sqlite_store.hpp"
 #include "idem/store_admin.hpp"
 #include "idem/transaction.hpp"
@@ -112,8 +113,8 @@ public:
     [[nodiscard]] unit deserialize(std::string_view) const override { return {}; }
 };
 
-[[nodiscard]] long long parse_signed(std::string_view payload, long long min, long long max);
-[[nodiscard]] unsigned long long parse_unsigned(std::string_view payload, unsigned long long max);
+[[nodiscard]] IDEM_API long long parse_signed(std::string_view payload, long long min, long long max);
+[[nodiscard]] IDEM_API unsigned long long parse_unsigned(std::string_view payload, unsigned long long max);
 
 // Integers stored as decimal text.
 template <std::integral T>
@@ -159,7 +160,7 @@ struct unit_run {
 
 }  // namespace detail
 
-class database {
+class IDEM_API database {
 public:
     // Opens the record store and the session pool: std::invalid_argument for a URL
     // that is none of database_url's forms, options_error naming every invalid

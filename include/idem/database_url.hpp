@@ -12,9 +12,11 @@
 #include <string>
 #include <string_view>
 
+#include "idem/export.hpp"
+
 namespace idem {
 
-struct database_url {
+struct IDEM_API database_url {
     enum class backend { sqlite, postgresql };
 
     backend kind = backend::sqlite;

@@ -110,7 +110,7 @@ public:
 // COMMIT was sent and its answer lost (the connection broke): the transaction
 // may or may not have committed. Never retried; check the data, then decide.
 // The failure that broke the connection is nested (std::rethrow_if_nested).
-class transaction_in_doubt : public transaction_error {
+class IDEM_API transaction_in_doubt : public transaction_error {
 public:
     explicit transaction_in_doubt(const std::string& message) : transaction_error(message) {}
     [[nodiscard]] bool is_connection_lost() const noexcept override { return true; }

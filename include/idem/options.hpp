@@ -145,7 +145,7 @@ private:
 
 // Parses the JSON format options_source::from_json reads; options_error names
 // every malformed, unknown or invalid field.
-[[nodiscard]] executor_options executor_options_from_json(std::string_view json);
+[[nodiscard]] IDEM_API executor_options executor_options_from_json(std::string_view json);
 
 // "15m", "90s", "250ms": the largest unit that divides the duration exactly.
 [[nodiscard]] IDEM_API std::string format_duration(duration d);

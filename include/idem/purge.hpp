@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "idem/clock.hpp"
+#include "idem/export.hpp"
 #include "idem/store_admin.hpp"
 
 namespace idem {
@@ -44,6 +45,6 @@ struct purge_result {
 // Runs until a batch finds fewer rows than it asked for (rows expiring meanwhile
 // wait for the next run) or max_rows were deleted. std::invalid_argument for a
 // zero batch or max_rows, or a negative older_than; store_error from the store.
-purge_result purge(store_admin& store, const purge_options& options = {});
+IDEM_API purge_result purge(store_admin& store, const purge_options& options = {});
 
 }  // namespace idem

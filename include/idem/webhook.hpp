@@ -91,11 +91,11 @@ enum class verification {
     outside_tolerance,  // timestamped: signed too long ago (or too far ahead)
 };
 
-[[nodiscard]] std::string_view to_string(verification v) noexcept;
+[[nodiscard]] IDEM_API std::string_view to_string(verification v) noexcept;
 
 // Checks `d` against every secret (rotation: the new one and the old one until
 // the provider stops using it); each comparison takes constant time.
-[[nodiscard]] verification verify(const signature_scheme& scheme, std::span<const std::string> secrets,
+[[nodiscard]] IDEM_API verification verify(const signature_scheme& scheme, std::span<const std::string> secrets,
                                   const delivery& d, time_point now);
 
 // Who an event belongs to and its id, read from a verified delivery.
@@ -106,9 +106,9 @@ struct event_identity {
 using identify_event = std::function<std::optional<event_identity>(const delivery&)>;
 
 // The id is the top-level string field `field` of the JSON body (Stripe: "id").
-[[nodiscard]] identify_event id_from_json(std::string field, idem::scope owner);
+[[nodiscard]] IDEM_API identify_event id_from_json(std::string field, idem::scope owner);
 // The id is a header's value (GitHub: "X-GitHub-Delivery").
-[[nodiscard]] identify_event id_from_header(std::string header, idem::scope owner);
+[[nodiscard]] IDEM_API identify_event id_from_header(std::string header, idem::scope owner);
 
 // What a handler is given: the event's id and the verified body.
 struct event {
@@ -117,7 +117,7 @@ struct event {
 };
 
 // What the handler made of an event.
-class handler_result {
+class IDEM_API handler_result {
 public:
     enum class kind { applied, permanent_failure, transient_failure };
 
@@ -155,7 +155,7 @@ enum class verdict {
     unidentified,       // 400: a verified delivery without an event id; nothing was claimed
 };
 
-[[nodiscard]] std::string_view to_string(verdict v) noexcept;
+[[nodiscard]] IDEM_API std::string_view to_string(verdict v) noexcept;
 
 struct answer {
     int status;
@@ -180,7 +180,7 @@ struct receiver_options {
 
 namespace detail {
 // Stores a handler_result; classifies a transient failure as release.
-class handler_result_codec final : public result_codec<handler_result> {
+class IDEM_API handler_result_codec final : public result_codec<handler_result> {
 public:
     [[nodiscard]] std::string serialize(const handler_result& r) const override;
     [[nodiscard]] handler_result deserialize(std::string_view payload) const override;
@@ -188,7 +188,7 @@ public:
 };
 }  // namespace detail
 
-class receiver {
+class IDEM_API receiver {
 public:
     // std::invalid_argument when the provider is empty, no secret is given (or one is
     // empty), identify is missing, or a timestamped scheme's tolerance is not positive.

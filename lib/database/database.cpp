@@ -78,7 +78,7 @@ std::chrono::microseconds backoff_before(int attempt, std::chrono::milliseconds 
 
 }  // namespace
 
-struct database::impl {
+struct IDEM_LOCAL database::impl {
     database_url url;
     database_options options;
     std::shared_ptr<transactional_record_store> store;

@@ -19,7 +19,7 @@ using sha256_digest = std::array<std::byte, 32>;
 // Unpadded base64url (RFC 4648 section 5).
 [[nodiscard]] std::string base64url(std::span<const std::byte> data);
 [[nodiscard]] IDEM_API std::string hex(std::span<const std::byte> data);
-void random_bytes(std::span<std::byte> out);
+IDEM_API void random_bytes(std::span<std::byte> out);
 // Compares in time that depends only on the lengths.
 [[nodiscard]] bool constant_time_equal(std::span<const std::byte> a, std::span<const std::byte> b) noexcept;
 

@@ -33,6 +33,10 @@ ALLOWED = [
     (r"^idem::detail::(fast_path|deferred_statement)(::|$)", {"libidem_sql", "libidem_postgresql"}),
     # SHA-1 and hex of libidem's crypto: the Redis store names its Lua scripts by their SHA-1 (EVALSHA).
     (r"^idem::detail::(sha1|hex)$", {"libidem"}),
+    # Random bytes of libidem's CSPRNG: the HTTP client's UUIDv4 keys (idem_httplib).
+    (r"^idem::detail::random_bytes$", {"libidem"}),
+    # Declared in the public database.hpp for its inline integer codec: the checked parse.
+    (r"^idem::detail::(parse_signed|parse_unsigned)$", {"libidem_database"}),
 ]
 
 # Internal: a detail namespace, an anonymous one, or a class's private implementation (pimpl).

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "admin_commands.hpp"
-#include "database_url.hpp"
+#include "database_arg.hpp"
 #include "duration_arg.hpp"
 #include "idem/record_key.hpp"
 #include "record_key_flags.hpp"

@@ -11,7 +11,7 @@
 #include <iostream>
 
 #include "admin_commands.hpp"
-#include "database_url.hpp"
+#include "database_arg.hpp"
 #include "idem/error.hpp"
 #include "key_commands.hpp"
 #include "usage_checks.hpp"

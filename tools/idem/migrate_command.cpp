@@ -3,7 +3,7 @@
 #include <string>
 
 #include "admin_commands.hpp"
-#include "database_url.hpp"
+#include "database_arg.hpp"
 
 namespace idem::cli {
 

@@ -2,7 +2,7 @@
 #include <memory>
 #include <string>
 
-#include "database_url.hpp"
+#include "database_arg.hpp"
 #include "idem/postgresql_store.hpp"
 
 namespace idem::cli {

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "database_url.hpp"
+#include "database_arg.hpp"
 #include "idem/error.hpp"
 #include "idem/sqlite_store.hpp"
 

@@ -14,7 +14,8 @@
 #include <fmt/format.h>
 
 #include "admin_commands.hpp"
-#include "database_url.hpp"
+#include "idem/purge.hpp"
+#include "database_arg.hpp"
 #include "duration_arg.hpp"
 
 namespace idem::cli {
@@ -84,30 +85,23 @@ void purge(store_admin& store, const purge_args& args, duration older_than) {
         return;
     }
 
-    const auto start = steady::now();
     std::optional<progress_line> progress;
     if (args.progress || ::isatty(STDERR_FILENO) == 1)
-        progress.emplace(store.count_expired(older_than), bound, start);
-    std::size_t deleted = 0;
-    std::size_t batches = 0;
-    while (deleted < bound) {
-        const std::size_t want = std::min(batch, bound - deleted);
-        const auto batch_start = steady::now();
-        const std::size_t n = store.purge_batch(want, older_than);
-        ++batches;
-        deleted += n;
-        if (progress) progress->update(deleted, false);
-        if (n < want || deleted == bound) break;  // none left (rows expiring meanwhile wait for the next run)
-        // Rest as long as the batch held the write lock, so that writers waiting
-        // for it (busy handlers poll, they do not queue) get it in between.
-        std::this_thread::sleep_for(std::clamp<steady::duration>(steady::now() - batch_start, 1ms, 100ms));
-    }
+        progress.emplace(store.count_expired(older_than), bound, steady::now());
+    // The library's purge loop: batches, the bound, the rest between batches.
+    const purge_result r = idem::purge(store, {.batch = batch,
+                                              .max_rows = args.max_rows == 0 ? std::nullopt : std::optional(bound),
+                                              .older_than = older_than,
+                                              .progress = [&](const purge_progress& p) {
+                                                  if (progress) progress->update(p.deleted, false);
+                                              }});
+    const std::size_t deleted = r.deleted, batches = r.batches;
     if (progress) progress->update(deleted, true);
-    const double elapsed = seconds_since(start);
+    const double elapsed = std::chrono::duration<double>(r.elapsed).count();
     std::cout << fmt::format("purged {} rows expired{} in {} batch{}, {:.2f}s ({:.0f} rows/s){}\n", deleted, age,
                              batches, batches == 1 ? "" : "es", elapsed,
                              elapsed > 0 ? static_cast<double>(deleted) / elapsed : 0.0,
-                             deleted == bound ? "; stopped at --max-rows" : "");
+                             r.stopped_at_max_rows ? "; stopped at --max-rows" : "");
 }
 
 void purge(const purge_args& args) {

@@ -9,6 +9,8 @@
 // Link idem_httplib (pkg-config idem-httplib).
 #pragma once
 
+#include "idem/export.hpp"
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -24,7 +26,7 @@ class Client;
 namespace idem::http {
 
 // A fresh random key: an RFC 9562 UUIDv4 in lowercase canonical text.
-[[nodiscard]] std::string new_key();
+[[nodiscard]] IDEM_API std::string new_key();
 
 // One logical request. Every attempt sends exactly these bytes and this key.
 struct outgoing_request {
@@ -65,7 +67,7 @@ struct call_result {
 // backoff with jitter, or the server's Retry-After (seconds or HTTP-date, at most
 // max_retry_after) when longer. An invalid key, or a header holding NUL, CR or LF,
 // throws std::invalid_argument with nothing sent.
-[[nodiscard]] call_result send(httplib::Client& client, const outgoing_request& request,
+[[nodiscard]] IDEM_API call_result send(httplib::Client& client, const outgoing_request& request,
                                const retry_policy& policy = {});
 
 }  // namespace idem::http

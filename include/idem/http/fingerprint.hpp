@@ -21,7 +21,7 @@ namespace idem::http {
 // The same with the parts of a multipart body (name, filename, content type and content
 // of each, in order), so the boundary a client picked does not matter. Without parts it
 // equals the overload above.
-[[nodiscard]] std::string request_fingerprint(std::string_view method, std::string_view target,
+[[nodiscard]] IDEM_API std::string request_fingerprint(std::string_view method, std::string_view target,
                                               std::string_view body, std::span<const form_part> parts);
 
 }  // namespace idem::http

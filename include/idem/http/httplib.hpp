@@ -51,13 +51,13 @@ struct IDEM_API httplib_options {
 //   `telemetry` only (event idem.http.exception, with the correlation id), never to the
 //   client (cpp-httplib's default sends it in an EXCEPTION_WHAT header);
 // - a request with a header value holding NUL is answered 400 Request.HeaderInvalid.
-void protect(httplib::Server& server, std::shared_ptr<telemetry_sink> telemetry = nullptr);
+IDEM_API void protect(httplib::Server& server, std::shared_ptr<telemetry_sink> telemetry = nullptr);
 
 // Binds `server` to host:port (port 0: a free one) with room for `backlog` connections
 // waiting to be accepted, and returns the port; then call server.listen_after_bind().
 // Debian's cpp-httplib is a compiled library whose backlog is fixed at 5, so a burst
 // of connections otherwise waits out SYN retransmits (seconds each). The kernel caps
 // `backlog` at net.core.somaxconn. Throws std::system_error when it cannot bind.
-[[nodiscard]] int bind_with_backlog(httplib::Server& server, const std::string& host, int port, int backlog = 1024);
+[[nodiscard]] IDEM_API int bind_with_backlog(httplib::Server& server, const std::string& host, int port, int backlog = 1024);
 
 }  // namespace idem::http

@@ -1,6 +1,6 @@
 // --db URL: which store and where, and opening it for the admin commands.
-//   sqlite:PATH, sqlite:///ABSOLUTE/PATH, PATH.db, PATH.sqlite, PATH.sqlite3
-//   postgresql://... or postgres://... (a libpq connection URI)
+//   sqlite:PATH, sqlite:///ABSOLUTE/PATH, PATH.db, PATH.sqlite, PATH.sqlite3,
+//   postgresql://... or postgres://..., or libpq keywords ("host=db dbname=bank")
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,26 +10,22 @@
 #include <string>
 #include <string_view>
 
+#include "idem/database_url.hpp"
 #include "idem/error.hpp"
 #include "idem/store_admin.hpp"
 
 namespace idem::cli {
 
-inline constexpr std::string_view database_url_forms =
-    "sqlite:PATH, a path ending in .db, .sqlite or .sqlite3, or a postgresql:// (postgres://) URI";
-
-struct database_url {
-    enum class backend { sqlite, postgresql };
-    backend kind;
-    std::string location;  // the SQLite file, or the whole PostgreSQL URI
-};
+// The library's one grammar (idem/database_url.hpp), shared with idem::database.
+using idem::database_url;
+using idem::database_url_forms;
 
 // Adds the required --db option of a command that opens a store.
 void add_database_option(CLI::App& command, std::string& url);
 
-// std::invalid_argument naming the accepted forms for anything else. The
-// message never repeats the value: a URI may carry a password.
-[[nodiscard]] database_url parse_database_url(std::string_view text);
+// database_url::parse: std::invalid_argument naming the accepted forms for
+// anything else. The message never repeats the value: a URI may carry a password.
+[[nodiscard]] inline database_url parse_database_url(std::string_view text) { return database_url::parse(text); }
 
 enum class open_mode {
     create,     // migrate: a missing SQLite file is created

@@ -1,5 +1,6 @@
 #include "idem/database_url.hpp"
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 
@@ -62,10 +63,11 @@ database_url database_url::parse(std::string_view text) {
         return {backend::sqlite, std::string(path)};
     }
     if (const auto colon = text.find("://"); colon != std::string_view::npos && is_scheme(text.substr(0, colon)))
-        reject("URL has an unknown scheme '" + std::string(text.substr(0, colon)) + "'");
+        reject("URL has an unknown scheme (" + std::string(text.substr(0, std::min<std::size_t>(colon, 20))) + ")");
     if (opens_with_libpq_keyword(text)) return {backend::postgresql, std::string(text)};
     if (has_sqlite_extension(text)) return {backend::sqlite, std::string(text)};
-    reject("name '" + std::string(text) + "' is not a database URL");
+    // Never repeat the text: a connection string may carry a password.
+    reject("name is none of the accepted forms");
 }
 
 }  // namespace idem
