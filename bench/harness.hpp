@@ -59,4 +59,18 @@ inline paired compare(const std::function<double()>& subject, const std::functio
     return {{sm, 1e9 / sm}, {bm, 1e9 / bm}};
 }
 
+// Several subjects in alternating rounds, each round starting one further
+// along, so warm-up and drift hit all alike; the median rate of each.
+inline std::vector<double> compare_all(const std::vector<std::function<double()>>& subjects, int rounds) {
+    std::vector<std::vector<double>> rates(subjects.size());
+    for (int r = 0; r < rounds; ++r)
+        for (std::size_t i = 0; i < subjects.size(); ++i) {
+            const std::size_t s = (i + static_cast<std::size_t>(r)) % subjects.size();
+            rates[s].push_back(subjects[s]());
+        }
+    std::vector<double> medians;
+    for (auto& r : rates) medians.push_back(median(r));
+    return medians;
+}
+
 }  // namespace idem::bench
