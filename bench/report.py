@@ -26,6 +26,7 @@ STEADY_COLUMNS = {
                   ("lean-optimistic", "lean table: work, then the completed record with COMMIT")],
     "sqlite-steady": [("idem", "idem"), ("hand", "by hand, same guarantee"),
                       ("hand-one-write", "lookup, work, one INSERT"),
+                      ("unindexed-one-write", "the same without the expires_at index"),
                       ("lean-rowid", "lean rowid table + unique digest index: one INSERT"),
                       ("lean-without-rowid", "lean WITHOUT ROWID table: one INSERT")],
 }

@@ -4,7 +4,8 @@
 // transfer; idem inside the transaction; the same guarantee written by hand
 // (the reserve, the work, the completion); and the candidate floors, one write
 // per record: a lookup (a retry is answered before any work), the work, then
-// the completed record, on idem's table, on a lean rowid table with a unique
+// the completed record, on idem's table, on the same without its expires_at
+// index, on a lean rowid table with a unique
 // 16-byte digest index, and on a lean WITHOUT ROWID table. The lean tables
 // carry no names and no expires_at index (purge goes by rowid or creation order).
 #include <filesystem>
@@ -93,6 +94,13 @@ void prefill(sqlite3* db, std::size_t rows) {
     exec(db, "CREATE TABLE bench_lean_norowid (key_hash BLOB PRIMARY KEY, fingerprint BLOB NOT NULL, "
              "token BLOB NOT NULL, state INTEGER NOT NULL, payload BLOB, expires_at INTEGER NOT NULL, "
              "created_at INTEGER NOT NULL) WITHOUT ROWID");
+    // idem's columns and key, without the expires_at index: what the index alone costs.
+    exec(db, "CREATE TABLE bench_unindexed (key_hash BLOB PRIMARY KEY, namespace TEXT NOT NULL, scope TEXT NOT NULL, "
+             "key TEXT NOT NULL, fingerprint BLOB NOT NULL, token TEXT NOT NULL, state INTEGER NOT NULL, payload BLOB, "
+             "expires_at INTEGER NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID");
+    exec(db, series + "INSERT INTO bench_unindexed SELECT randomblob(32), 'bench.transfer', 'global', 'p-' || i, 'fp', "
+                      "'token', 1, 'ok', " + now + " + i * 86400000 / " + n + ", " + now + " - 86400000 + i * 86400000 / " +
+                      n + " FROM n");
     for (const char* table : {"bench_lean_rowid", "bench_lean_norowid"})
         exec(db, series + "INSERT INTO " + table + " SELECT randomblob(16), 'fp', 'token', 1, 'ok', " + now +
                      " + i * 86400000 / " + n + ", " + now + " - 86400000 + i * 86400000 / " + n + " FROM n");
@@ -114,7 +122,7 @@ struct bank {
     sqlite3* db;
     std::mt19937_64 rng{0x5eed};
     statement begin, commit, rollback, debit, credit, ledger;
-    statement reserve, complete, lookup, insert_completed, lean_rowid_lookup, lean_rowid_insert, lean_norowid_lookup,
+    statement reserve, complete, lookup, insert_completed, unindexed_lookup, unindexed_insert, lean_rowid_lookup, lean_rowid_insert, lean_norowid_lookup,
         lean_norowid_insert;
 
     bank(const std::string& path, sqlite_synchronous sync, std::size_t rows)
@@ -136,6 +144,11 @@ struct bank {
           insert_completed(db, "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, "
                                "payload, expires_at, updated_at) VALUES (?1, 'bench.transfer', 'global', ?2, 'fp', "
                                "'token', 1, 'ok', ?3 + 86400000, ?3)"),
+          unindexed_lookup(db, "SELECT state, fingerprint, payload FROM bench_unindexed WHERE key_hash = ?1 "
+                               "AND expires_at > ?2"),
+          unindexed_insert(db, "INSERT INTO bench_unindexed (key_hash, namespace, scope, key, fingerprint, token, "
+                               "state, payload, expires_at, updated_at) VALUES (?1, 'bench.transfer', 'global', ?2, "
+                               "'fp', 'token', 1, 'ok', ?3 + 86400000, ?3)"),
           lean_rowid_lookup(db, "SELECT state, fingerprint, payload FROM bench_lean_rowid WHERE key_hash = ?1 "
                                 "AND expires_at > ?2"),
           lean_rowid_insert(db, "INSERT INTO bench_lean_rowid (key_hash, fingerprint, token, state, payload, "
@@ -234,11 +247,12 @@ void run_sqlite_steady(const options& o, report& out) {
             timed([&](std::uint64_t id) { idem_inside(b, exec, id); }),
             timed([&](std::uint64_t id) { reserve_first(b, id); }),
             timed([&](std::uint64_t id) { one_write(b, b.lookup, b.insert_completed, 32, true, id); }),
+            timed([&](std::uint64_t id) { one_write(b, b.unindexed_lookup, b.unindexed_insert, 32, true, id); }),
             timed([&](std::uint64_t id) { one_write(b, b.lean_rowid_lookup, b.lean_rowid_insert, 16, false, id); }),
             timed([&](std::uint64_t id) { one_write(b, b.lean_norowid_lookup, b.lean_norowid_insert, 16, false, id); }),
         };
         const std::vector<double> rates = compare_all(subjects, o.rounds);
-        const char* names[] = {"bare", "idem", "hand", "hand-one-write", "lean-rowid", "lean-without-rowid"};
+        const char* names[] = {"bare", "idem", "hand", "hand-one-write", "unindexed-one-write", "lean-rowid", "lean-without-rowid"};
         for (std::size_t v = 1; v < rates.size(); ++v)
             out.add({.group = "sqlite-steady", .name = std::string("WAL, synchronous=") + level_name(sync) + ", 1 client",
                      .subject = names[v], .baseline = "bare",
