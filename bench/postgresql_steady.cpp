@@ -36,8 +36,8 @@ void prefill(PGconn* conn, std::size_t rows) {
     pq::execute(conn, ("INSERT INTO bench_ledger SELECT i, 1 FROM generate_series(1, " + n + ") AS i").c_str());
     pq::execute(conn, "TRUNCATE idem_records");
     pq::execute(conn, ("INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, payload, "
-                       "completed, created_at, expires_at) SELECT sha256(int8send(i)), 'bench.transfer', 'global', "
-                       "'p-' || i, '\\x0123456789abcdef', 'fp', 'ok', true, at, at + interval '1 day' "
+                       "completed, created_at, expires_at, inserted_at) SELECT sha256(int8send(i)), 'bench.transfer', "
+                       "'global', 'p-' || i, '\\x0123456789abcdef', 'fp', 'ok', true, at, at + interval '1 day', at "
                        "FROM (SELECT i, now() - interval '1 day' * (1 - i::float8 / " + n + ") AS at "
                        "FROM generate_series(1, " + n + ") AS i) AS s").c_str());
     pq::execute(conn, "CREATE TABLE bench_lean_records (key_hash bytea PRIMARY KEY, token bytea NOT NULL, "
