@@ -2,7 +2,8 @@
 // ledger and the record table prefilled, 1 to 16 clients, synchronous_commit on
 // and off. Each configuration times, in alternating rounds: the bare transfer;
 // idem's fast path; the same guarantee written by hand (the reserve with BEGIN,
-// the completion with COMMIT); and the candidate floors: the completed record
+// the completion with COMMIT), on idem's table and on the first schema's (an
+// expires_at index, full pages); and the candidate floors: the completed record
 // inserted with COMMIT after the work (the optimistic form), on idem's table
 // and on a lean one (16-byte key, no names, no expires_at index, fillfactor 90,
 // so a completion is a HOT update).
@@ -29,7 +30,7 @@ PGconn* native(soci::session& s) { return static_cast<soci::postgresql_session_b
 // completed record per past transfer, their creation times in insertion order.
 void prefill(PGconn* conn, std::size_t rows) {
     const std::string n = std::to_string(rows);
-    pq::execute(conn, "DROP TABLE IF EXISTS bench_accounts, bench_ledger, bench_lean_records");
+    pq::execute(conn, "DROP TABLE IF EXISTS bench_accounts, bench_ledger, bench_first_records, bench_lean_records");
     pq::execute(conn, "CREATE TABLE bench_accounts (id bigint PRIMARY KEY, balance bigint NOT NULL)");
     pq::execute(conn, "INSERT INTO bench_accounts SELECT i, 1000000000 FROM generate_series(1, 100000) AS i");
     pq::execute(conn, "CREATE TABLE bench_ledger (transfer_id bigint PRIMARY KEY, amount bigint NOT NULL)");
@@ -40,6 +41,12 @@ void prefill(PGconn* conn, std::size_t rows) {
                        "'global', 'p-' || i, '\\x0123456789abcdef', 'fp', 'ok', true, at, at + interval '1 day', at "
                        "FROM (SELECT i, now() - interval '1 day' * (1 - i::float8 / " + n + ") AS at "
                        "FROM generate_series(1, " + n + ") AS i) AS s").c_str());
+    // The first schema's layout (migrations/postgresql/0001): the expires_at index, full pages.
+    pq::execute(conn, "CREATE TABLE bench_first_records (LIKE idem_records INCLUDING CONSTRAINTS)");
+    pq::execute(conn, "ALTER TABLE bench_first_records DROP COLUMN inserted_at, ADD PRIMARY KEY (key_hash)");
+    pq::execute(conn, "INSERT INTO bench_first_records SELECT key_hash, namespace, scope, key, token, fingerprint, "
+                      "payload, completed, created_at, expires_at FROM idem_records");
+    pq::execute(conn, "CREATE INDEX bench_first_records_expires_at ON bench_first_records (expires_at)");
     pq::execute(conn, "CREATE TABLE bench_lean_records (key_hash bytea PRIMARY KEY, token bytea NOT NULL, "
                       "fingerprint bytea NOT NULL, payload bytea, completed boolean NOT NULL, "
                       "created_at timestamptz NOT NULL, expires_at timestamptz NOT NULL) WITH (fillfactor = 90)");
@@ -59,19 +66,21 @@ void prepare_statements(PGconn* conn) {
     pq::prepare(conn, "s_debit", "UPDATE bench_accounts SET balance = balance - 1 WHERE id = $1::bigint");
     pq::prepare(conn, "s_credit", "UPDATE bench_accounts SET balance = balance + 1 WHERE id = $1::bigint");
     pq::prepare(conn, "s_ledger", "INSERT INTO bench_ledger (transfer_id, amount) VALUES ($1::bigint, 1)");
-    // $1 digest, $2 key text, $3 token, $4 payload.
-    pq::prepare(conn, "s_reserve",
-                "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, payload, completed, "
-                "created_at, expires_at) VALUES ($1, 'bench.transfer', 'global', $2, $3, 'fp', NULL, false, now(), "
-                "now() + interval '1 minute') ON CONFLICT DO NOTHING RETURNING 1");
-    pq::prepare(conn, "s_complete",
-                "UPDATE idem_records SET payload = $3, completed = true, expires_at = now() + interval '1 day' "
-                "WHERE key_hash = $1 AND token = $2 AND NOT completed");
-    pq::prepare(conn, "s_insert_completed",
-                "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, payload, completed, "
-                "created_at, expires_at) VALUES ($1, 'bench.transfer', 'global', $2, $3, 'fp', $4, true, now(), "
-                "now() + interval '1 day')");
-    // $1 16-byte digest, $2 token, $3 payload.
+    // On idem's table and on the first schema's: $1 digest, $2 key text, $3 token, $4 payload.
+    for (const auto& [prefix, table] : {std::pair{"s_", "idem_records"}, std::pair{"s_first_", "bench_first_records"}}) {
+        const std::string p = prefix, columns = std::string(table) +
+            " (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)";
+        pq::prepare(conn, (p + "reserve").c_str(),
+                    "INSERT INTO " + columns + " VALUES ($1, 'bench.transfer', 'global', $2, $3, 'fp', NULL, false, "
+                    "now(), now() + interval '1 minute') ON CONFLICT DO NOTHING RETURNING 1");
+        pq::prepare(conn, (p + "complete").c_str(),
+                    "UPDATE " + std::string(table) + " SET payload = $3, completed = true, expires_at = now() + "
+                    "interval '1 day' WHERE key_hash = $1 AND token = $2 AND NOT completed");
+        pq::prepare(conn, (p + "insert_completed").c_str(),
+                    "INSERT INTO " + columns + " VALUES ($1, 'bench.transfer', 'global', $2, $3, 'fp', $4, true, now(), "
+                    "now() + interval '1 day')");
+    }
+    // On the lean table: $1 16-byte digest, $2 token, $3 payload.
     pq::prepare(conn, "s_lean_reserve",
                 "INSERT INTO bench_lean_records (key_hash, token, fingerprint, payload, completed, created_at, "
                 "expires_at) VALUES ($1, $2, 'fp', NULL, false, now(), now() + interval '1 minute') "
@@ -118,6 +127,19 @@ struct client {
 
 std::atomic<std::uint64_t> next_transfer{0};
 
+// A record table the hand-written variants write to: its statements, the
+// digest's length and whether rows carry the readable key.
+struct layout {
+    const char* reserve;
+    const char* complete;
+    const char* insert_completed;
+    std::size_t digest_size;
+    bool named;
+};
+constexpr layout current{"s_reserve", "s_complete", "s_insert_completed", 32, true};
+constexpr layout first_schema{"s_first_reserve", "s_first_complete", "s_first_insert_completed", 32, true};
+constexpr layout lean{"s_lean_reserve", "s_lean_complete", "s_lean_insert_completed", 16, false};
+
 void bare(client& c, std::uint64_t id) {
     pq::run(c.conn, "s_begin");
     c.transfer(id);
@@ -132,35 +154,34 @@ void idem_fast_path(executor& exec, client& c, std::uint64_t id) {
 }
 
 // The reserve in one round trip with BEGIN, the work, the completion with COMMIT.
-void reserve_first(client& c, std::uint64_t id, bool lean) {
+void reserve_first(client& c, std::uint64_t id, const layout& table) {
     const record_key key = transfer_key(id);
-    const std::size_t digest_size = lean ? 16 : 32;
     pq::values reserve, complete;
-    reserve.bytes(key.digest().data(), digest_size);
-    if (!lean) reserve.text("t-" + std::to_string(id));
+    reserve.bytes(key.digest().data(), table.digest_size);
+    if (table.named) reserve.text("t-" + std::to_string(id));
     reserve.bytes(c.fresh_token());
-    complete.bytes(key.digest().data(), digest_size).bytes(c.token).bytes("ok");
+    complete.bytes(key.digest().data(), table.digest_size).bytes(c.token).bytes("ok");
     pq::pipeline begin(c.conn);
-    begin.prepared("s_begin", {}).prepared(lean ? "s_lean_reserve" : "s_reserve", reserve);
+    begin.prepared("s_begin", {}).prepared(table.reserve, reserve);
     if (!begin.run() || begin.last_rows() != 1) throw std::logic_error("a fresh key was not reserved");
     c.transfer(id);
     pq::pipeline end(c.conn);
-    end.prepared(lean ? "s_lean_complete" : "s_complete", complete).prepared("s_commit", {});
+    end.prepared(table.complete, complete).prepared("s_commit", {});
     if (!end.run()) throw std::logic_error("the completion failed");
 }
 
 // The work first, then the completed record in one round trip with COMMIT: a
 // duplicate's INSERT fails on the unique key, and its work rolls back with it.
-void optimistic(client& c, std::uint64_t id, bool lean) {
+void optimistic(client& c, std::uint64_t id, const layout& table) {
     const record_key key = transfer_key(id);
     pq::values done;
-    done.bytes(key.digest().data(), lean ? 16 : 32);
-    if (!lean) done.text("t-" + std::to_string(id));
+    done.bytes(key.digest().data(), table.digest_size);
+    if (table.named) done.text("t-" + std::to_string(id));
     done.bytes(c.fresh_token()).bytes("ok");
     pq::run(c.conn, "s_begin");
     c.transfer(id);
     pq::pipeline end(c.conn);
-    end.prepared(lean ? "s_lean_insert_completed" : "s_insert_completed", done).prepared("s_commit", {});
+    end.prepared(table.insert_completed, done).prepared("s_commit", {});
     if (!end.run()) throw std::logic_error("the completed record was refused");
 }
 
@@ -198,15 +219,17 @@ void run_postgresql_steady(const options& o, report& out) {
             const std::vector<std::function<double()>> subjects{
                 timed(bare),
                 timed([&](client& c, std::uint64_t id) { idem_fast_path(exec, c, id); }),
-                timed([](client& c, std::uint64_t id) { reserve_first(c, id, false); }),
-                timed([](client& c, std::uint64_t id) { optimistic(c, id, false); }),
-                timed([](client& c, std::uint64_t id) { reserve_first(c, id, true); }),
-                timed([](client& c, std::uint64_t id) { optimistic(c, id, true); }),
+                timed([](client& c, std::uint64_t id) { reserve_first(c, id, current); }),
+                timed([](client& c, std::uint64_t id) { reserve_first(c, id, first_schema); }),
+                timed([](client& c, std::uint64_t id) { optimistic(c, id, current); }),
+                timed([](client& c, std::uint64_t id) { reserve_first(c, id, lean); }),
+                timed([](client& c, std::uint64_t id) { optimistic(c, id, lean); }),
             };
             const std::vector<double> rates = compare_all(subjects, o.rounds);
             const std::string config = "synchronous_commit=" + std::string(sync) + ", " + std::to_string(clients) +
                                        (clients == 1 ? " client" : " clients");
-            const char* names[] = {"bare", "idem", "hand", "hand-optimistic", "lean-reserve", "lean-optimistic"};
+            const char* names[] = {"bare", "idem", "hand", "hand-first-schema", "hand-optimistic", "lean-reserve",
+                                   "lean-optimistic"};
             for (std::size_t v = 1; v < rates.size(); ++v)
                 out.add({.group = "pg-steady", .name = config, .subject = names[v], .baseline = "bare",
                          .result = {{rates[v], 1e9 / rates[v]}, {rates[0], 1e9 / rates[0]}}, .unit = "transfers/s",

@@ -21,6 +21,7 @@ out = [machine, ""] if machine else []
 # over the bare transfer's in the same alternating rounds.
 STEADY_COLUMNS = {
     "pg-steady": [("idem", "idem"), ("hand", "by hand, same guarantee"),
+                  ("hand-first-schema", "the same on the first schema's table"),
                   ("hand-optimistic", "work, then the completed record with COMMIT"),
                   ("lean-reserve", "lean table: reserve, HOT completion"),
                   ("lean-optimistic", "lean table: work, then the completed record with COMMIT")],
