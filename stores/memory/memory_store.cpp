@@ -64,7 +64,18 @@ struct memory_store::shard {
         e.expires_at = expires_at;
         by_expiry.push_back({expires_at, key});
         std::push_heap(by_expiry.begin(), by_expiry.end(), std::greater<>{});
+        // Stale pairs wait for their time; calls that release or complete
+        // within a long lease would pile them up, so past twice the entries
+        // the heap is rebuilt from the entries (amortized: one rebuild per
+        // as many puts as there are entries).
+        if (by_expiry.size() > 2 * entries.size() + 64) rebuild();
         return e;
+    }
+
+    void rebuild() {
+        by_expiry.clear();
+        for (const auto& [k, v] : entries) by_expiry.push_back({v.expires_at, k});
+        std::make_heap(by_expiry.begin(), by_expiry.end(), std::greater<>{});
     }
 
     // Removes up to `limit` expired entries, earliest first; how many. Stale
