@@ -17,6 +17,8 @@ struct options {
     std::string sqlite_dir;                // where SQLite databases go
     std::string postgresql;                // conninfo; empty: skip PostgreSQL
     int clients = 0;                       // scenario pg-clients: connections
+    std::size_t steady_rows = 1'000'000;   // steady-state scenarios: records (and ledger lines) prefilled
+    std::vector<int> client_counts{1, 8, 16};  // steady-state PostgreSQL: clients per configuration
 };
 
 struct row {
@@ -51,5 +53,7 @@ void run_memory(const options& o, report& out);
 void run_sqlite(const options& o, report& out);
 void run_postgresql(const options& o, report& out);
 void run_postgresql_clients(const options& o, int clients, report& out);
+void run_sqlite_steady(const options& o, report& out);
+void run_postgresql_steady(const options& o, report& out);
 
 }  // namespace idem::bench

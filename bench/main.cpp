@@ -1,6 +1,9 @@
 // idem-bench: what idempotency costs, measured against the bare work in the same run.
-//   idem-bench [--scenario all|memory|sqlite|postgresql|pg-clients] [--seconds S] [--rounds N]
-//              [--sqlite-dir D] [--postgresql CONNINFO] [--clients N]
+//   idem-bench [--scenario all|memory|sqlite|postgresql|pg-clients|sqlite-steady|pg-steady] [--seconds S]
+//              [--rounds N] [--sqlite-dir D] [--postgresql CONNINFO] [--clients N] [--rows N]
+//              [--client-counts 1,8,16]
+// "all" runs the hot-row scenarios; the steady-state ones prefill their tables
+// first (--rows records) and run on their own.
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -50,6 +53,15 @@ int main(int argc, char** argv) {
         else if (flag == "--sqlite-dir") o.sqlite_dir = value;
         else if (flag == "--postgresql") o.postgresql = value;
         else if (flag == "--clients") o.clients = std::stoi(value);
+        else if (flag == "--rows") o.steady_rows = std::stoull(value);
+        else if (flag == "--client-counts") {
+            o.client_counts.clear();
+            for (std::size_t at = 0; at < value.size();) {
+                const std::size_t comma = std::min(value.find(',', at), value.size());
+                o.client_counts.push_back(std::stoi(value.substr(at, comma - at)));
+                at = comma + 1;
+            }
+        }
         else {
             std::cerr << "unknown flag " << flag << "\n";
             return 2;
@@ -59,10 +71,12 @@ int main(int argc, char** argv) {
     if (scenario == "all" || scenario == "memory") idem::bench::run_memory(o, out);
 #ifdef IDEM_BENCH_SQLITE
     if (scenario == "all" || scenario == "sqlite") idem::bench::run_sqlite(o, out);
+    if (scenario == "sqlite-steady") idem::bench::run_sqlite_steady(o, out);
 #endif
 #ifdef IDEM_BENCH_POSTGRESQL
     if ((scenario == "all" || scenario == "postgresql") && !o.postgresql.empty()) idem::bench::run_postgresql(o, out);
     if (scenario == "pg-clients") idem::bench::run_postgresql_clients(o, o.clients, out);
+    if (scenario == "pg-steady") idem::bench::run_postgresql_steady(o, out);
 #endif
     out.print_json();
     return 0;

@@ -24,13 +24,14 @@ std::vector<std::vector<record_key>> make_keys(int threads) {
     return keys;
 }
 
-// Runs `op(thread, i)` on `threads` threads for `span`; total operations per second.
+// Runs `op(thread, i)` on `threads` threads for `span`; total operations per
+// second of CPU time (nothing here waits on I/O; other processes' load does not count).
 double on_threads(int threads, std::chrono::milliseconds span, const std::function<void(int, std::uint64_t)>& op) {
     std::vector<double> rates(static_cast<std::size_t>(threads));
     {
         std::vector<std::jthread> pool;
         for (int t = 0; t < threads; ++t)
-            pool.emplace_back([&, t] { rates[static_cast<std::size_t>(t)] = measure([&](std::uint64_t i) { op(t, i); }, span); });
+            pool.emplace_back([&, t] { rates[static_cast<std::size_t>(t)] = measure_cpu([&](std::uint64_t i) { op(t, i); }, span); });
     }
     double total = 0;
     for (double r : rates) total += r;

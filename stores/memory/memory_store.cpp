@@ -1,9 +1,11 @@
 #include "idem/memory_store.hpp"
 
+#include <algorithm>
 #include <cstring>
-#include <map>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace idem {
 namespace {
@@ -31,19 +33,26 @@ struct memory_store::shard {
         std::string fingerprint;
         std::string payload;
         bool completed = false;
-        std::multimap<time_point, digest>::iterator expiry;
+        time_point expires_at;
+    };
+    // When an entry is due to expire: a min-heap of (time, key), pushed at every
+    // put and never updated in place (no node to allocate or unlink per call).
+    // A popped pair whose entry has since moved on, or is gone, is stale: skipped.
+    struct due {
+        time_point at;
+        digest key;
+        bool operator>(const due& other) const noexcept { return at > other.at; }
     };
 
     mutable std::mutex mutex;
     std::unordered_map<digest, entry, digest_hash> entries;
-    std::multimap<time_point, digest> by_expiry;
+    std::vector<due> by_expiry;  // heap ordered by std::greater: earliest first
 
     // Finds a live entry; an expired one is erased on the spot, as absent.
     entry* live(const digest& key, time_point now) {
         auto it = entries.find(key);
         if (it == entries.end()) return nullptr;
-        if (it->second.expiry->first <= now) {
-            by_expiry.erase(it->second.expiry);
+        if (it->second.expires_at <= now) {
             entries.erase(it);
             return nullptr;
         }
@@ -51,18 +60,38 @@ struct memory_store::shard {
     }
 
     entry& put(const digest& key, time_point expires_at) {
-        auto [it, inserted] = entries.try_emplace(key);
-        if (!inserted) by_expiry.erase(it->second.expiry);
-        it->second.expiry = by_expiry.emplace(expires_at, key);
-        return it->second;
+        entry& e = entries[key];
+        e.expires_at = expires_at;
+        by_expiry.push_back({expires_at, key});
+        std::push_heap(by_expiry.begin(), by_expiry.end(), std::greater<>{});
+        // Stale pairs wait for their time; calls that release or complete
+        // within a long lease would pile them up, so past twice the entries
+        // the heap is rebuilt from the entries (amortized: one rebuild per
+        // as many puts as there are entries).
+        if (by_expiry.size() > 2 * entries.size() + 64) rebuild();
+        return e;
     }
 
+    void rebuild() {
+        by_expiry.clear();
+        for (const auto& [k, v] : entries) by_expiry.push_back({v.expires_at, k});
+        std::make_heap(by_expiry.begin(), by_expiry.end(), std::greater<>{});
+    }
+
+    // Removes up to `limit` expired entries, earliest first; how many. Stale
+    // pairs popped on the way cost nothing extra over time: each put pushes one.
     std::size_t sweep(time_point now, std::size_t limit) {
         std::size_t removed = 0;
-        while (removed < limit && !by_expiry.empty() && by_expiry.begin()->first <= now) {
-            entries.erase(by_expiry.begin()->second);
-            by_expiry.erase(by_expiry.begin());
-            ++removed;
+        while (removed < limit && !by_expiry.empty() && by_expiry.front().at <= now) {
+            std::pop_heap(by_expiry.begin(), by_expiry.end(), std::greater<>{});
+            const due d = by_expiry.back();
+            by_expiry.pop_back();
+            auto it = entries.find(d.key);
+            // An entry put again since carries a later time; one due now has expired.
+            if (it != entries.end() && it->second.expires_at <= now) {
+                entries.erase(it);
+                ++removed;
+            }
         }
         return removed;
     }
@@ -130,8 +159,7 @@ bool memory_store::do_release(const record_key& key, std::string_view token) {
     s.sweep(now, sweep_per_call);
     const auto* existing = s.live(key.digest(), now);
     if (existing == nullptr || existing->completed || existing->token != token) return false;
-    s.by_expiry.erase(existing->expiry);
-    s.entries.erase(key.digest());
+    s.entries.erase(key.digest());  // its due pair goes stale
     return true;
 }
 

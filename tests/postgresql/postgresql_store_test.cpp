@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <future>
 #include <map>
 #include <thread>
@@ -14,6 +16,9 @@
 #include "bank.hpp"
 #include "expect.hpp"
 #include "idem/error.hpp"
+#include "idem/executor.hpp"
+#include "idem/postgresql_store.hpp"
+#include "idem/transaction_runner.hpp"
 #include "postgres_server.hpp"
 #include "store_scenarios.hpp"
 
@@ -236,7 +241,7 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
     fixture f;
     CHECK(f.store.migrate().empty());
     CHECK(f.store.migrate().empty());
-    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_schema_versions") == 1);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_schema_versions") == 2);
 
     {
         idem::test::scratch_database scratch(f.conninfo, "fresh");
@@ -246,7 +251,7 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
         CHECK(e.failure() == store_failure::schema);
         CHECK(e.native_code() == "42P01");
         CHECK(std::string(e.what()).find("migrate") != std::string::npos);
-        CHECK(store.migrate() == std::vector<std::string>{"0001_create_records"});
+        CHECK(store.migrate() == std::vector<std::string>{"0001_create_records", "0002_purge_by_insertion_order"});
         CHECK(store.migrate().empty());
         CHECK(store.try_reserve(idem::record_key("m", "k"), "fp", 1min).status == reservation_status::reserved);
 
@@ -256,6 +261,79 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
         s << "INSERT INTO idem_schema_versions (version, name) VALUES (99, '0099_future')";
         CHECK(store_error_of([&] { (void)store.migrate(); }).failure() == store_failure::schema);
     }
+}
+
+namespace {
+
+std::string file_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in.good());
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string bytea_of(const idem::record_key& key) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string out = "'\\x";
+    for (std::byte b : key.digest()) {
+        out += digits[std::to_integer<int>(b) >> 4];
+        out += digits[std::to_integer<int>(b) & 15];
+    }
+    return out + "'::bytea";
+}
+
+}  // namespace
+
+TEST_CASE("postgresql store: a table of the first schema, with rows in it, moves to the current layout") {
+    fixture f;
+    idem::test::scratch_database scratch(f.conninfo, "from_0001");
+    soci::session s;
+    idem::open_postgresql_session(s, scratch.conninfo());
+    // What version 1 left: its schema, its version row and records in all three states.
+    s << file_text(IDEM_SOURCE_ROOT "/migrations/postgresql/0001_create_records.sql");
+    s << "CREATE TABLE idem_schema_versions (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+         " applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)";
+    s << "INSERT INTO idem_schema_versions (version, name) VALUES (1, '0001_create_records')";
+    const idem::record_key done("m", "done"), running("m", "running"), gone("m", "gone");
+    const std::string columns = "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, "
+                                "payload, completed, created_at, expires_at) VALUES (";
+    s << columns + bytea_of(done) + ", 'm', 'global', 'done', 'tok-d', 'fp', 'paid', true, now(), now() + interval '1 hour')";
+    s << columns + bytea_of(running) + ", 'm', 'global', 'running', 'tok-r', 'fp', NULL, false, now(), now() + interval '10 minutes')";
+    s << columns + bytea_of(gone) + ", 'm', 'global', 'gone', 'tok-g', 'fp', 'old', true, now() - interval '2 hours', now() - interval '1 hour')";
+
+    idem::postgresql_store store{{.connection = scratch.conninfo()}};  // migrates on open
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 2);
+    CHECK(bank::count(s, "SELECT count(*) FROM pg_indexes WHERE indexname = 'idem_records_inserted_at'") == 1);
+    CHECK(bank::count(s, "SELECT count(*) FROM pg_indexes WHERE indexname = 'idem_records_expires_at'") == 0);
+    CHECK(bank::count(s, "SELECT count(*) FROM pg_class WHERE relname = 'idem_records'"
+                         " AND 'fillfactor=90' = ANY (reloptions)") == 1);
+
+    // The rows mean what they meant.
+    const auto replay = store.try_reserve(done, "fp", 1min);
+    CHECK(replay.status == reservation_status::completed);
+    CHECK(replay.payload == "paid");
+    CHECK(store.try_reserve(running, "fp", 1min).status == reservation_status::in_flight);
+    CHECK(store.complete(running, "tok-r", "fp", "finished", 1h));
+    CHECK(store.count_expired(0s) == 1);
+    CHECK(store.purge_batch(100, 0s) == 1);
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_records") == 2);
+    CHECK(store.try_reserve(gone, "fp", 1min).status == reservation_status::reserved);
+
+    // A record reserved and completed in one transaction: the completion touched
+    // no index, so it was a HOT update (the transaction's own statistics say so).
+    idem::transaction_runner runner(s);
+    idem::executor exec(std::make_shared<idem::postgresql_store>(
+        idem::postgresql_store_options{.connection = scratch.conninfo()}));
+    const auto hot = runner.run([&](transaction& tx) {
+        (void)exec.execute(tx, idem::record_key("m", "hot"), "fp", {}, [] { return std::string("ok"); },
+                           idem::string_codec{});
+        long long updated = 0, hot_updated = 0;
+        tx.session() << "SELECT pg_stat_get_xact_tuples_updated('idem_records'::regclass),"
+                        " pg_stat_get_xact_tuples_hot_updated('idem_records'::regclass)",
+            soci::into(updated), soci::into(hot_updated);
+        return std::pair(updated, hot_updated);
+    });
+    CHECK(hot.first == 1);
+    CHECK(hot.second == 1);
 }
 
 TEST_CASE("postgresql store: bad settings and unreachable servers are typed errors") {

@@ -1,0 +1,272 @@
+// SQLite at steady state: random transfers among 100,000 accounts, the ledger
+// and the record table prefilled, WAL at synchronous FULL and NORMAL, one
+// writer (SQLite has one). Each level times, in alternating rounds: the bare
+// transfer; idem inside the transaction; the same guarantee written by hand
+// (the reserve, the work, the completion); and the candidate floors, one write
+// per record: a lookup (a retry is answered before any work), the work, then
+// the completed record, on idem's table, on the same without its expires_at
+// index, on a lean rowid table with a unique
+// 16-byte digest index, and on a lean WITHOUT ROWID table. The lean tables
+// carry no names and no expires_at index (purge goes by rowid or creation order).
+#include <filesystem>
+#include <memory>
+
+#include <soci/soci.h>
+#include <soci/sqlite3/soci-sqlite3.h>
+
+#include "bench.hpp"
+#include "idem/executor.hpp"
+#include "idem/sqlite_store.hpp"
+#include "idem/transaction_runner.hpp"
+#include "steady_state.hpp"
+
+namespace idem::bench {
+namespace {
+
+using sqlite_api::sqlite3;
+using sqlite_api::sqlite3_stmt;
+
+sqlite3* native(soci::session& s) { return static_cast<soci::sqlite3_session_backend*>(s.get_backend())->conn_; }
+
+void exec(sqlite3* db, const std::string& sql) {
+    char* message = nullptr;
+    if (sqlite_api::sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+        const std::string why = message != nullptr ? message : "?";
+        sqlite_api::sqlite3_free(message);
+        throw std::runtime_error("bench: " + why + " in " + sql);
+    }
+}
+
+// A statement prepared once; each use binds, steps to the end and resets.
+class statement {
+public:
+    statement(sqlite3* db, const char* sql) : db_(db) {
+        if (sqlite_api::sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK)
+            throw std::runtime_error(std::string("bench: ") + sqlite_api::sqlite3_errmsg(db) + " in " + sql);
+    }
+    ~statement() { sqlite_api::sqlite3_finalize(stmt_); }
+    statement(const statement&) = delete;
+    statement& operator=(const statement&) = delete;
+
+    statement& bind(int i, std::int64_t v) { return check(sqlite_api::sqlite3_bind_int64(stmt_, i, v)); }
+    statement& bind(int i, const void* data, std::size_t size) {
+        return check(sqlite_api::sqlite3_bind_blob(stmt_, i, data, static_cast<int>(size), SQLITE_STATIC));
+    }
+    statement& bind(int i, const std::string& text) {
+        return check(sqlite_api::sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_STATIC));
+    }
+    // Runs to the end; how many rows it returned. A constraint failure throws.
+    int run() {
+        int rows = 0, rc;
+        while ((rc = sqlite_api::sqlite3_step(stmt_)) == SQLITE_ROW) ++rows;
+        sqlite_api::sqlite3_reset(stmt_);
+        if (rc != SQLITE_DONE) throw std::runtime_error(std::string("bench: ") + sqlite_api::sqlite3_errmsg(db_));
+        return rows;
+    }
+
+private:
+    statement& check(int rc) {
+        if (rc != SQLITE_OK) throw std::runtime_error(std::string("bench: bind: ") + sqlite_api::sqlite3_errmsg(db_));
+        return *this;
+    }
+    sqlite3* db_;
+    sqlite3_stmt* stmt_ = nullptr;
+};
+
+void prefill(sqlite3* db, std::size_t rows) {
+    const std::string n = std::to_string(rows);
+    const std::string series = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " + n + ") ";
+    // Creation times one per row over the last day, in insertion order; retention one day.
+    const std::string now = "(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER))";
+    // A cache that holds the tables while they fill: random keys would otherwise
+    // read a page from the file for nearly every row.
+    exec(db, "PRAGMA cache_size = -524288");
+    exec(db, "BEGIN");
+    exec(db, "CREATE TABLE bench_accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL)");
+    exec(db, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
+             "INSERT INTO bench_accounts SELECT i, 1000000000 FROM n");
+    exec(db, "CREATE TABLE bench_ledger (transfer_id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)");
+    exec(db, series + "INSERT INTO bench_ledger SELECT i, 1 FROM n");
+    exec(db, series + "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload, "
+                      "expires_at, updated_at) SELECT randomblob(32), 'bench.transfer', 'global', 'p-' || i, 'fp', "
+                      "'token', 1, 'ok', " + now + " + i * 86400000 / " + n + ", " + now + " - 86400000 + i * 86400000 / " +
+                      n + " FROM n");
+    exec(db, "CREATE TABLE bench_lean_rowid (key_hash BLOB NOT NULL, fingerprint BLOB NOT NULL, token BLOB NOT NULL, "
+             "state INTEGER NOT NULL, payload BLOB, expires_at INTEGER NOT NULL, created_at INTEGER NOT NULL)");
+    exec(db, "CREATE UNIQUE INDEX bench_lean_rowid_key ON bench_lean_rowid (key_hash)");
+    exec(db, "CREATE TABLE bench_lean_norowid (key_hash BLOB PRIMARY KEY, fingerprint BLOB NOT NULL, "
+             "token BLOB NOT NULL, state INTEGER NOT NULL, payload BLOB, expires_at INTEGER NOT NULL, "
+             "created_at INTEGER NOT NULL) WITHOUT ROWID");
+    // idem's columns and key, without the expires_at index: what the index alone costs.
+    exec(db, "CREATE TABLE bench_unindexed (key_hash BLOB PRIMARY KEY, namespace TEXT NOT NULL, scope TEXT NOT NULL, "
+             "key TEXT NOT NULL, fingerprint BLOB NOT NULL, token TEXT NOT NULL, state INTEGER NOT NULL, payload BLOB, "
+             "expires_at INTEGER NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID");
+    exec(db, series + "INSERT INTO bench_unindexed SELECT randomblob(32), 'bench.transfer', 'global', 'p-' || i, 'fp', "
+                      "'token', 1, 'ok', " + now + " + i * 86400000 / " + n + ", " + now + " - 86400000 + i * 86400000 / " +
+                      n + " FROM n");
+    for (const char* table : {"bench_lean_rowid", "bench_lean_norowid"})
+        exec(db, series + "INSERT INTO " + table + " SELECT randomblob(16), 'fp', 'token', 1, 'ok', " + now +
+                     " + i * 86400000 / " + n + ", " + now + " - 86400000 + i * 86400000 / " + n + " FROM n");
+    exec(db, "COMMIT");
+    exec(db, "ANALYZE");
+    exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+    exec(db, "PRAGMA cache_size = -2000");  // SQLite's default again
+}
+
+std::int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// The connection the application writes through, and the statements it prepared on it.
+struct bank {
+    std::shared_ptr<sqlite_store> store;
+    soci::session session;
+    std::unique_ptr<transaction_runner> runner;
+    sqlite3* db;
+    std::mt19937_64 rng{0x5eed};
+    statement begin, commit, rollback, debit, credit, ledger;
+    statement reserve, complete, lookup, insert_completed, unindexed_lookup, unindexed_insert, lean_rowid_lookup, lean_rowid_insert, lean_norowid_lookup,
+        lean_norowid_insert;
+
+    bank(const std::string& path, sqlite_synchronous sync)
+        : store(std::make_shared<sqlite_store>(
+              sqlite_store_options{.path = path, .connection = {.synchronous = sync}})),
+          db(open(session, path, sync)),
+          begin(db, "BEGIN IMMEDIATE"),
+          commit(db, "COMMIT"),
+          rollback(db, "ROLLBACK"),
+          debit(db, "UPDATE bench_accounts SET balance = balance - 1 WHERE id = ?1"),
+          credit(db, "UPDATE bench_accounts SET balance = balance + 1 WHERE id = ?1"),
+          ledger(db, "INSERT INTO bench_ledger (transfer_id, amount) VALUES (?1, 1)"),
+          reserve(db, "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload, "
+                      "expires_at, updated_at) VALUES (?1, 'bench.transfer', 'global', ?2, 'fp', 'token', 0, NULL, "
+                      "?3 + 60000, ?3) ON CONFLICT DO NOTHING RETURNING 1"),
+          complete(db, "UPDATE idem_records SET state = 1, payload = 'ok', expires_at = ?2 + 86400000, updated_at = ?2 "
+                       "WHERE key_hash = ?1 AND token = 'token' AND state = 0"),
+          lookup(db, "SELECT state, fingerprint, payload FROM idem_records WHERE key_hash = ?1 AND expires_at > ?2"),
+          insert_completed(db, "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, "
+                               "payload, expires_at, updated_at) VALUES (?1, 'bench.transfer', 'global', ?2, 'fp', "
+                               "'token', 1, 'ok', ?3 + 86400000, ?3)"),
+          unindexed_lookup(db, "SELECT state, fingerprint, payload FROM bench_unindexed WHERE key_hash = ?1 "
+                               "AND expires_at > ?2"),
+          unindexed_insert(db, "INSERT INTO bench_unindexed (key_hash, namespace, scope, key, fingerprint, token, "
+                               "state, payload, expires_at, updated_at) VALUES (?1, 'bench.transfer', 'global', ?2, "
+                               "'fp', 'token', 1, 'ok', ?3 + 86400000, ?3)"),
+          lean_rowid_lookup(db, "SELECT state, fingerprint, payload FROM bench_lean_rowid WHERE key_hash = ?1 "
+                                "AND expires_at > ?2"),
+          lean_rowid_insert(db, "INSERT INTO bench_lean_rowid (key_hash, fingerprint, token, state, payload, "
+                                "expires_at, created_at) VALUES (?1, 'fp', 'token', 1, 'ok', ?2 + 86400000, ?2)"),
+          lean_norowid_lookup(db, "SELECT state, fingerprint, payload FROM bench_lean_norowid WHERE key_hash = ?1 "
+                                  "AND expires_at > ?2"),
+          lean_norowid_insert(db, "INSERT INTO bench_lean_norowid (key_hash, fingerprint, token, state, payload, "
+                                  "expires_at, created_at) VALUES (?1, 'fp', 'token', 1, 'ok', ?2 + 86400000, ?2)") {
+        runner = std::make_unique<transaction_runner>(session);
+    }
+
+    void transfer(std::uint64_t id) {
+        const auto [from, to] = account_pair(rng);
+        debit.bind(1, from).run();
+        credit.bind(1, to).run();
+        ledger.bind(1, static_cast<std::int64_t>(id)).run();
+    }
+
+private:
+    static sqlite3* open(soci::session& s, const std::string& path, sqlite_synchronous sync) {
+        open_sqlite_session(s, path, {.synchronous = sync});
+        return native(s);
+    }
+};
+
+std::uint64_t next_transfer = 0;
+
+void bare(bank& b, std::uint64_t id) {
+    b.begin.run();
+    b.transfer(id);
+    b.commit.run();
+}
+
+void idem_inside(bank& b, executor& exec, std::uint64_t id) {
+    b.runner->run([&](transaction& tx) {
+        require_executed(exec.execute(tx, transfer_key(id), "fp", {}, [&] {
+            b.transfer(id);
+            return std::string("ok");
+        }, string_codec{}));
+    });
+}
+
+void reserve_first(bank& b, std::uint64_t id) {
+    const record_key key = transfer_key(id);
+    const std::string text = "t-" + std::to_string(id);
+    const std::int64_t now = now_ms();
+    b.begin.run();
+    if (b.reserve.bind(1, key.digest().data(), 32).bind(2, text).bind(3, now).run() != 1)
+        throw std::logic_error("a fresh key was not reserved");
+    b.transfer(id);
+    b.complete.bind(1, key.digest().data(), 32).bind(2, now_ms()).run();
+    b.commit.run();
+}
+
+// A lookup (a retry replays before any work), the work, one INSERT of the completed record.
+void one_write(bank& b, statement& lookup, statement& insert, std::size_t digest_size, bool with_name,
+               std::uint64_t id) {
+    const record_key key = transfer_key(id);
+    const std::int64_t now = now_ms();
+    b.begin.run();
+    if (lookup.bind(1, key.digest().data(), digest_size).bind(2, now).run() != 0)
+        throw std::logic_error("a fresh key was found");
+    b.transfer(id);
+    const std::string text = "t-" + std::to_string(id);
+    insert.bind(1, key.digest().data(), digest_size);
+    if (with_name)
+        insert.bind(2, text).bind(3, now_ms());
+    else
+        insert.bind(2, now_ms());
+    insert.run();
+    b.commit.run();
+}
+
+const char* level_name(sqlite_synchronous s) { return s == sqlite_synchronous::full ? "FULL" : "NORMAL"; }
+
+}  // namespace
+
+void run_sqlite_steady(const options& o, report& out) {
+    // One file for both levels: the synchronous level belongs to the connection.
+    const std::string path = (std::filesystem::path(o.sqlite_dir) / "steady.db").string();
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+    {
+        const auto started = std::chrono::steady_clock::now();
+        (void)sqlite_store(sqlite_store_options{.path = path});  // creates idem_records
+        soci::session s;
+        open_sqlite_session(s, path, {.synchronous = sqlite_synchronous::off});
+        prefill(native(s), o.steady_rows);
+        std::fprintf(stderr, "prefilled %zu rows in %.0f s\n", o.steady_rows,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    }
+    next_transfer = o.steady_rows + 1;
+    for (const auto sync : {sqlite_synchronous::full, sqlite_synchronous::normal}) {
+        bank b(path, sync);
+        executor exec(b.store);
+        const auto timed = [&](std::function<void(std::uint64_t)> op) {
+            return [&, op = std::move(op)] { return measure([&](std::uint64_t) { op(next_transfer++); }, o.span); };
+        };
+        const std::vector<std::function<double()>> subjects{
+            timed([&](std::uint64_t id) { bare(b, id); }),
+            timed([&](std::uint64_t id) { idem_inside(b, exec, id); }),
+            timed([&](std::uint64_t id) { reserve_first(b, id); }),
+            timed([&](std::uint64_t id) { one_write(b, b.lookup, b.insert_completed, 32, true, id); }),
+            timed([&](std::uint64_t id) { one_write(b, b.unindexed_lookup, b.unindexed_insert, 32, true, id); }),
+            timed([&](std::uint64_t id) { one_write(b, b.lean_rowid_lookup, b.lean_rowid_insert, 16, false, id); }),
+            timed([&](std::uint64_t id) { one_write(b, b.lean_norowid_lookup, b.lean_norowid_insert, 16, false, id); }),
+        };
+        const std::vector<double> rates = compare_all(subjects, o.rounds);
+        const char* names[] = {"bare", "idem", "hand", "hand-one-write", "unindexed-one-write", "lean-rowid", "lean-without-rowid"};
+        for (std::size_t v = 1; v < rates.size(); ++v)
+            out.add({.group = "sqlite-steady", .name = std::string("WAL, synchronous=") + level_name(sync) + ", 1 client",
+                     .subject = names[v], .baseline = "bare",
+                     .result = {{rates[v], 1e9 / rates[v]}, {rates[0], 1e9 / rates[0]}}, .unit = "transfers/s",
+                     .note = std::to_string(o.steady_rows) + " rows"});
+    }
+}
+
+}  // namespace idem::bench
