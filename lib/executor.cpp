@@ -136,11 +136,28 @@ private:
         }
     }
 
+    static bool known_rollback(const std::exception_ptr& failure) {
+        try {
+            std::rethrow_exception(failure);
+        } catch (const error& e) {
+            return e.rolled_back();
+        } catch (...) {
+            return false;
+        }
+    }
+
     // The operation threw. Its outcome is unknown, so the key stays in flight, except
+    // where its transaction is known to have rolled back (an idem::error that says so), or
     // where a transaction is known to undo it: Enforce reserved in that transaction, and
     // Observe inside one frees the reservation it made apart, as Enforce's rollback would.
     void abandon(const std::string& token, bool in_transaction) {
-        if (in_transaction) {
+        if (known_rollback(std::current_exception())) {
+            // idem::database says the operation's transaction rolled back: nothing it did
+            // remains, so the key is freed at once instead of held for the lease.
+            log(log_level::info, "idem.operation.rolled_back",
+                "the operation failed and its transaction rolled back; the key is released");
+            if (!in_transaction) release(token, false);
+        } else if (in_transaction) {
             log(log_level::warning, "idem.operation.failed",
                 "the operation threw; its transaction's rollback removes the reservation");
         } else if (tx_ != nullptr) {

@@ -41,6 +41,8 @@ public:
                 read_string(value, name, o.store);
             else if (name == "profiles")
                 read_profiles(value, o.profiles);
+            else if (name == "http")
+                read_http(value, o.http);
             else
                 unknown(name);
         }
@@ -48,6 +50,27 @@ public:
     }
 
 private:
+    void read_http(const json& value, http_settings& http) {
+        if (!expect_object(value, "http")) return;
+        for (const auto& [name, field] : value.items()) {
+            const std::string path = "http." + name;
+            if (name == "header_name") {
+                read_string(field, path, http.header_name);
+            } else if (name == "require_key") {
+                if (field.is_boolean()) http.require_key = field.get<bool>();
+                else problems_.push_back(path + " must be true or false");
+            } else if (name == "unscoped") {
+                std::string text;
+                if (!read_string(field, path, text)) continue;
+                if (text == "reject") http.unscoped = unscoped_behavior::reject;
+                else if (text == "bypass") http.unscoped = unscoped_behavior::bypass;
+                else problems_.push_back(path + ": unknown behaviour \"" + text + "\" (reject or bypass)");
+            } else {
+                unknown(path);
+            }
+        }
+    }
+
     void read_profiles(const json& value, std::map<std::string, profile_options, std::less<>>& profiles) {
         if (!expect_object(value, "profiles")) return;
         for (const auto& [profile, fields] : value.items()) {

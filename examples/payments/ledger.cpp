@@ -54,13 +54,23 @@ long long balance_of(soci::session& sql, const std::string& id) {
 void move_money(idem::unit_of_work& uow, const std::string& id, const std::string& from, const std::string& to,
                 long long amount) {
     soci::session& sql = uow.sql();
-    if (!add(sql, from, -amount)) {
+    const auto debit = [&] {
+        if (add(sql, from, -amount)) return;
         if (balance_of(sql, from) < 0) throw rejected(404, "Payments.UnknownAccount", "no such account: from");
         throw rejected(422, "Payments.InsufficientFunds", "insufficient funds");
-    }
-    if (!add(sql, to, amount)) {
+    };
+    const auto credit = [&] {
+        if (add(sql, to, amount)) return;
         if (balance_of(sql, to) < 0) throw rejected(404, "Payments.UnknownAccount", "no such account: to");
         throw rejected(422, "Payments.BalanceLimit", "the transfer would take the account past its limit");
+    };
+    // Rows locked in one order (by account id), so crossing transfers queue instead of deadlocking.
+    if (from < to) {
+        debit();
+        credit();
+    } else {
+        credit();
+        debit();
     }
     sql << "INSERT INTO transfers (id, from_account, to_account, amount) VALUES (:id, :f, :t, :a)", soci::use(id),
         soci::use(from), soci::use(to), soci::use(amount);

@@ -1,19 +1,25 @@
 // idem-payments: a money-movement HTTP service with idempotent transfers and
 // deduplicated, signed provider webhooks, on SQLite or PostgreSQL.
 //
-//   idem-payments [--db URL] [--host ADDR] [--port N] [--threads N] [--mode off|observe|enforce]
-//                 [--webhook-secret SECRET] [--processing-delay MS]
+//   idem-payments [--db URL] [--host ADDR] [--port N] [--threads N] [--backlog N]
+//                 [--mode off|observe|enforce | --options FILE] [--webhook-secret SECRET]
+//                 [--processing-delay MS]
 //
 // GET /metrics serves the idempotency decisions in the Prometheus text format.
+// With --options, SIGHUP reads the file again: the mode (and every other option)
+// changes for the next request, with no restart.
 #include <CLI/CLI.hpp>
 #include <httplib.h>
 #include <idem/database.hpp>
+#include <idem/http/httplib.hpp>
 #include <idem/telemetry.hpp>
+
+#include <pthread.h>
 
 #include <csignal>
 #include <iostream>
+#include <thread>
 #include <memory>
-#include <random>
 #include <string>
 
 #include "ledger.hpp"
@@ -32,35 +38,30 @@ struct flags {
     std::string host = "127.0.0.1";
     int port = 8080;
     int threads = 8;
+    int backlog = 1024;
     std::string mode = "enforce";
+    std::string options_file;
     std::string webhook_secret = "whsec-demo";
     int processing_delay_ms = 0;
 };
 
-// An answer for what escaped a handler: problem+json with a correlation id; the
-// exception's text (SQL, values) goes to the log only.
-void answer_exception(const httplib::Request& req, httplib::Response& res, std::exception_ptr failure) {
-    thread_local std::mt19937_64 random{std::random_device{}()};
-    const std::string correlation = std::to_string(random());
-    std::string detail = "unknown exception";
-    bool transient = false;
-    try {
-        std::rethrow_exception(failure);
-    } catch (const idem::error& e) {
-        detail = e.what();
-        transient = e.rolled_back() || e.is_transient();
-    } catch (const std::exception& e) {
-        detail = e.what();
-    } catch (...) {
-    }
-    std::clog << "idem-payments: " << req.method << " " << req.path << " failed (correlation " << correlation
-              << "): " << detail << std::endl;
-    res.status = transient ? 503 : 500;
-    if (transient) res.set_header("Retry-After", "1");
-    res.set_content(std::string("{\"type\":\"urn:payments:") + (transient ? "Payments.Unavailable" : "Payments.Internal") +
-                        "\",\"title\":\"" + (transient ? "the ledger is unavailable; retry" : "internal error") +
-                        "\",\"status\":" + std::to_string(res.status) + ",\"correlation_id\":\"" + correlation + "\"}",
-                    "application/problem+json");
+// Reads the options file again on every SIGHUP, on a thread of its own (sigwait:
+// nothing runs in a signal handler). An invalid file leaves the options in force.
+void reload_on_sighup(std::shared_ptr<idem::options_source> source) {
+    std::thread([source] {
+        sigset_t hup;
+        sigemptyset(&hup);
+        sigaddset(&hup, SIGHUP);
+        for (int signal = 0;;) {
+            if (sigwait(&hup, &signal) != 0) continue;
+            try {
+                source->reload();
+                std::clog << "idem-payments: options reloaded" << std::endl;
+            } catch (const std::exception& e) {
+                std::clog << "idem-payments: options not reloaded, the previous ones stay: " << e.what() << std::endl;
+            }
+        }
+    }).detach();
 }
 
 }  // namespace
@@ -87,8 +88,14 @@ int main(int argc, char** argv) {
     app.add_option("--threads", f.threads, "Request threads, and database sessions")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();
-    app.add_option("--mode", f.mode, "Idempotency: off, observe (count, never answer for it) or enforce")
-        ->check(CLI::IsMember({"off", "observe", "enforce"}))
+    auto* mode = app.add_option("--mode", f.mode, "Idempotency: off, observe (count, never answer for it) or enforce")
+                     ->check(CLI::IsMember({"off", "observe", "enforce"}))
+                     ->capture_default_str();
+    app.add_option("--options", f.options_file, "idem's options as JSON (mode, leases, profiles); SIGHUP reloads it")
+        ->check(CLI::ExistingFile)
+        ->excludes(mode);
+    app.add_option("--backlog", f.backlog, "Connections that may wait to be accepted")
+        ->check(CLI::Range(1, 65535))
         ->capture_default_str();
     app.add_option("--webhook-secret", f.webhook_secret, "The provider's HMAC-SHA256 signing secret")
         ->check([](const std::string& s) { return s.empty() ? std::string("must not be empty") : std::string(); });
@@ -104,24 +111,34 @@ int main(int argc, char** argv) {
     }
 
     try {
-        const idem::mode mode = idem::parse_mode(f.mode);
+        // SIGHUP is waited for by one thread: block it before any thread starts.
+        sigset_t hup;
+        sigemptyset(&hup);
+        sigaddset(&hup, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &hup, nullptr);
+        std::shared_ptr<idem::options_source> source;
+        if (f.options_file.empty()) {
+            source = std::make_shared<idem::options_source>(
+                idem::executor_options{.mode = idem::parse_mode(f.mode), .http = {.require_key = true}});
+        } else {
+            source = idem::options_source::from_json(f.options_file);
+            reload_on_sighup(source);
+        }
         auto metrics = std::make_shared<idem::metrics_sink>();
         auto logs = std::make_shared<idem::log_sink>(std::clog, idem::log_level::warning);
         auto telemetry =
             std::make_shared<idem::fanout_sink>(std::vector<std::shared_ptr<idem::telemetry_sink>>{metrics, logs});
         idem::database db = idem::database::open(
-            f.db, {.pool_size = static_cast<std::size_t>(f.threads), .executor = {.mode = mode}, .telemetry = telemetry});
+            f.db, {.pool_size = static_cast<std::size_t>(f.threads), .options = source, .telemetry = telemetry});
         db.migrate();
         payments::create_schema(db);
-        payments::service svc(db,
-                              {.webhook_secret = f.webhook_secret,
-                               .processing_delay = std::chrono::milliseconds(f.processing_delay_ms),
-                               .mode = mode},
-                              telemetry);
+        payments::service svc(
+            db, {.webhook_secret = f.webhook_secret, .processing_delay = std::chrono::milliseconds(f.processing_delay_ms)});
         httplib::Server server;
         const auto threads = static_cast<std::size_t>(f.threads);
         server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-        server.set_exception_handler(answer_exception);
+        // Exceptions answered as problem+json (the text to the log only); NUL in headers refused.
+        idem::http::protect(server, telemetry);
         svc.mount(server);
         server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
             res.set_content(metrics->render_prometheus(), "text/plain; version=0.0.4");
@@ -129,14 +146,16 @@ int main(int argc, char** argv) {
         running = &server;
         std::signal(SIGINT, stop);
         std::signal(SIGTERM, stop);
-        const int bound = f.port == 0 ? server.bind_to_any_port(f.host) : (server.bind_to_port(f.host, f.port) ? f.port : -1);
-        if (bound <= 0) {
-            std::cerr << "idem-payments: cannot listen on " << f.host << ":" << f.port << "\n";
+        int bound = 0;
+        try {
+            bound = idem::http::bind_with_backlog(server, f.host, f.port, f.backlog);
+        } catch (const std::system_error& e) {
+            std::cerr << "idem-payments: cannot listen on " << f.host << ":" << f.port << ": " << e.what() << "\n";
             return 1;
         }
         std::cout << "idem-payments listening on http://" << f.host << ":" << bound << " ("
                   << (db.backend() == idem::database_url::backend::postgresql ? "PostgreSQL" : "SQLite") << ", "
-                  << f.mode << ")" << std::endl;
+                  << idem::to_string(db.executor().resolve_mode()) << ")" << std::endl;
         server.listen_after_bind();
         return 0;
     } catch (const std::exception& e) {

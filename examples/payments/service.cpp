@@ -69,12 +69,8 @@ void crash_point(const char* step) {
 
 }  // namespace
 
-service::service(idem::database& db, service_options options, std::shared_ptr<idem::telemetry_sink> telemetry)
-    : db_(db),
-      options_(std::move(options)),
-      telemetry_(telemetry),
-      layer_(db.shared_store(), {.require_key = true, .resolver = idem::scopes::client(), .mode = options_.mode},
-             telemetry) {}
+service::service(idem::database& db, service_options options)
+    : db_(db), options_(std::move(options)), layer_(db.executor(), {.resolver = idem::scopes::client()}) {}
 
 void service::mount(httplib::Server& server) {
     const idem::http::httplib_options auth{.claims_of = claims_of};

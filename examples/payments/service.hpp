@@ -19,18 +19,17 @@ struct service_options {
     std::string webhook_secret;
     // Simulates a slow fraud check before each transfer, to make concurrent retries visible (409).
     std::chrono::milliseconds processing_delay{0};
-    idem::mode mode = idem::mode::enforce;
 };
 
 class service {
 public:
-    service(idem::database& db, service_options options, std::shared_ptr<idem::telemetry_sink> telemetry);
+    // The mode and everything else the layer reads per request come from db's executor's options source.
+    service(idem::database& db, service_options options);
     void mount(httplib::Server& server);
 
 private:
     idem::database& db_;
     service_options options_;
-    std::shared_ptr<idem::telemetry_sink> telemetry_;
     idem::http::idempotency_layer layer_;  // the Idempotency-Key contract in front of the endpoints
 };
 

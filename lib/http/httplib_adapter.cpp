@@ -72,7 +72,7 @@ httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler, ht
             values.push_back(req.get_header_value(header, i));
         const std::vector<std::string_view> views(values.begin(), values.end());
 
-        bool ran = false;
+        bool answered = false;  // the endpoint returned: `res` holds its response
         const response out = layer.handle(
             {.method = req.method,
              .target = req.target,
@@ -82,12 +82,14 @@ httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler, ht
              .caller = options.claims_of ? options.claims_of(req) : claims{},
              .route = options.route.empty() ? std::string_view(req.path) : std::string_view(options.route)},
             live, [&] {
-                ran = true;
                 handler(req, res);
+                answered = true;
                 return captured(res);
             });
-        // When the endpoint ran, `res` already holds its response (a streamed one included).
-        if (!ran) write(out, res);
+        // When the endpoint returned, `res` already holds its response (a streamed one
+        // included). Otherwise the layer answered: before running it, or for an endpoint
+        // whose failure was rolled back (503); whatever that one left in `res` goes.
+        if (!answered) write(out, res);
     };
 }
 

@@ -168,8 +168,11 @@ response idempotency_layer::handle_erased(const request& req, const resolved_opt
                  fmt::format("Enforce would have answered {}; Observe ran the endpoint", would), about(req)});
         }
         return answer(std::move(e));
-    } catch (const store_error&) {
-        if (started) throw;  // the endpoint's own failure, not the record store's
+    } catch (const error& e) {
+        // A failure the endpoint's transaction undid (the executor freed the key): retry now.
+        if (started && e.rolled_back()) return with_retry_after(problem(codes::rolled_back), options_.retry_after);
+        if (started) throw;  // the endpoint's own failure: its outcome is unknown
+        if (dynamic_cast<const store_error*>(&e) == nullptr) throw;
         return with_retry_after(problem(codes::store_unavailable), options_.retry_after);
     }
 }

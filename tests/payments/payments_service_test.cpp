@@ -13,93 +13,14 @@
 #include <thread>
 #include <vector>
 
-#include "child_process.hpp"
 #include "idem/webhook.hpp"
-#include "temp_dir.hpp"
-#ifdef IDEM_PAYMENTS_POSTGRESQL
-#include "postgres_server.hpp"
-#endif
+#include "payments_service.hpp"
 
 using namespace std::chrono_literals;
-
-namespace {
-
-#ifdef IDEM_PAYMENTS_POSTGRESQL
-// The service takes postgresql:// URIs; the test server hands out key=value strings.
-std::string as_uri(const std::string& conninfo) {
-    if (conninfo.starts_with("postgres")) return conninfo;
-    std::map<std::string, std::string> fields;
-    std::istringstream in(conninfo);
-    for (std::string pair; in >> pair;) {
-        const auto eq = pair.find('=');
-        fields[pair.substr(0, eq)] = pair.substr(eq + 1);
-    }
-    return "postgresql://" + fields["user"] + "@" + fields["host"] + ":" + fields["port"] + "/" + fields["dbname"];
-}
-#endif
-
-// A new SQLite file, or (in the PostgreSQL build of this test) the shared test server.
-std::string database_url(const idem::test::temp_dir& dir) {
-#ifdef IDEM_PAYMENTS_POSTGRESQL
-    (void)dir;
-    return as_uri(idem::test::shared_postgres());
-#else
-    return "sqlite:" + (dir.path() / "payments.db").string();
-#endif
-}
-
-struct payments_service {
-    idem::test::temp_dir dir{"payments"};
-    std::string secret = "whsec-test";
-    std::unique_ptr<idem::test::child_process> process;
-    int port = 0;
-
-    explicit payments_service(int processing_delay_ms = 0) {
-        idem::test::spawn_options o;
-        o.argv = {IDEM_PAYMENTS_BINARY, "--db", database_url(dir), "--port", "0", "--threads", "16",
-                  "--webhook-secret", secret, "--processing-delay", std::to_string(processing_delay_ms)};
-        o.pipe_stdout = true;
-        process = std::make_unique<idem::test::child_process>(std::move(o));
-        const auto line = process->read_line(20s);
-        REQUIRE(line.has_value());
-        const auto colon = line->rfind(':');
-        port = std::stoi(line->substr(colon + 1));
-        REQUIRE(port > 0);
-    }
-    ~payments_service() {
-        process->signal(SIGTERM);
-        (void)process->wait_for_exit(5s);
-    }
-
-    httplib::Client client() const {
-        httplib::Client c("127.0.0.1", port);
-        c.set_read_timeout(30s);
-        return c;
-    }
-    httplib::Result post(const std::string& path, const std::string& body, httplib::Headers headers) const {
-        headers.emplace("Authorization", "Bearer test-client");
-        return client().Post(path, headers, body, "application/json");
-    }
-    long long balance(const std::string& account) const {
-        auto r = client().Get("/accounts/" + account);
-        REQUIRE(r);
-        REQUIRE(r->status == 200);
-        const auto at = r->body.find("\"balance\":");
-        return std::stoll(r->body.substr(at + 10));
-    }
-    void open(const std::string& account, long long cents) const {
-        const std::string opening = cents > 0 ? ",\"balance\":" + std::to_string(cents) : "";
-        auto r = post("/accounts", "{\"id\":\"" + account + "\"" + opening + "}",
-                      {{"Idempotency-Key", "open-" + account}});
-        REQUIRE(r);
-        REQUIRE(r->status == 201);
-    }
-};
-
-}  // namespace
+using idem::test::payments_service;
 
 TEST_CASE("payments: 50 concurrent identical transfers move the money exactly once") {
-    payments_service svc(200);
+    payments_service svc({.processing_delay_ms = 200});
     const std::string suffix = std::to_string(std::rand());
     const std::string alice = "alice-" + suffix, bob = "bob-" + suffix;
     svc.open(alice, 100000);

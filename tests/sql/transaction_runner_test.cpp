@@ -215,7 +215,7 @@ TEST_CASE("runner: a COMMIT that fails is rolled back and reported as a store_er
         FAIL("run() returned");
     } catch (const idem::store_error& e) {
         CHECK(e.native_code() == "787");  // SQLITE_CONSTRAINT_FOREIGNKEY
-        CHECK(e.failure() == idem::store_failure::other);
+        CHECK(e.failure() == idem::store_failure::constraint);
     }
     CHECK(db.runner.last_state() == transaction_state::rolled_back);
     CHECK(db.committed() == 0);

@@ -71,7 +71,8 @@ const std::string complete_file = R"({
   "profiles": {
     "payments": {"mode": "enforce", "lease": "90s", "retention": "7d", "failure_retention": "1h", "store": ""},
     "reports": {"mode": "off"}
-  }
+  },
+  "http": {"header_name": "X-Request-Key", "require_key": true, "unscoped": "bypass"}
 })";
 
 }  // namespace
@@ -97,6 +98,9 @@ TEST_CASE("options file: every field of the options and of a profile is read") {
     CHECK_FALSE(r.retention.has_value());
     CHECK_FALSE(r.failure_retention.has_value());
     CHECK_FALSE(r.store.has_value());
+    CHECK(o.http.header_name == "X-Request-Key");
+    CHECK(o.http.require_key);
+    CHECK(o.http.unscoped == idem::unscoped_behavior::bypass);
 }
 
 TEST_CASE("options file: an empty object gives the defaults; every unit is understood") {
@@ -148,6 +152,9 @@ TEST_CASE("options file: each invalid field is named, one at a time") {
         {R"({"profiles": {"p": {"failure_retention": true}}})", "profiles.p.failure_retention must be a string"},
         {R"({"profiles": {"p": {"store": null}}})", "profiles.p.store must be a string"},
         {R"({"profiles": {"": {}}})", "profiles: a profile name is empty"},
+        {R"({"http": {"require_key": "yes"}})", "http.require_key must be true or false"},
+        {R"({"http": {"unscoped": "allow"}})", "http.unscoped: unknown behaviour \"allow\""},
+        {R"({"http": {"header": "K"}})", "http.header: unknown field"},
         {R"([1, 2])", "the document must be a JSON object"},
         {R"({"mode": "observe",})", "not valid JSON (at byte"},
     };

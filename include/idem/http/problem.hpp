@@ -31,6 +31,10 @@ inline constexpr problem_code key_reused{422, "Idempotency.KeyReused",
 inline constexpr problem_code store_unavailable{503, "Idempotency.StoreUnavailable",
                                                 "Idempotency records are unavailable; retry later"};
 // RFC 9110 section 5.5: a field value holding NUL is malformed (and C strings would cut it).
+// The endpoint failed and its database transaction is known to have rolled back
+// (idem::error::rolled_back()): nothing happened, and the key is free again.
+inline constexpr problem_code rolled_back{503, "Idempotency.RolledBack",
+                                          "The request failed and was rolled back; retry it with the same key"};
 inline constexpr problem_code header_invalid{400, "Request.HeaderInvalid", "A header field value holds a NUL byte"};
 // An exception escaped a handler; what it said is logged under the correlation id, never sent.
 inline constexpr problem_code internal_error{500, "Server.InternalError",

@@ -1,0 +1,99 @@
+// The payments example as a real service: a child process on a free loopback
+// port, on a new SQLite file or (built with IDEM_PAYMENTS_POSTGRESQL) on PostgreSQL.
+//
+//   payments_service svc;                                   // defaults: 16 threads, no delay
+//   payments_service crashing({.db = svc.db, .crash_at = "after_writes"});  // same database
+//   svc.open("alice", 1000);
+//   auto r = svc.post("/transfers", body, {{"Idempotency-Key", "k1"}});
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <httplib.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "child_process.hpp"
+#include "temp_dir.hpp"
+#ifdef IDEM_PAYMENTS_POSTGRESQL
+#include "postgres_server.hpp"
+#endif
+
+namespace idem::test {
+
+struct service_config {
+    int processing_delay_ms = 0;
+    std::string db = {};                   // empty: a new SQLite file, or the shared PostgreSQL database
+    std::vector<std::string> extra = {};   // more flags
+    std::string crash_at = {};             // the step IDEM_PAYMENTS_CRASH_AT names for this process
+};
+
+struct payments_service {
+    temp_dir dir{"payments"};
+    std::string secret = "whsec-test";
+    std::string db;
+    std::unique_ptr<child_process> process;
+    int port = 0;
+
+    explicit payments_service(service_config config = {}) {
+        using namespace std::chrono_literals;
+#ifdef IDEM_PAYMENTS_POSTGRESQL
+        db = config.db.empty() ? shared_postgres() : config.db;
+#else
+        db = config.db.empty() ? "sqlite:" + (dir.path() / "payments.db").string() : config.db;
+#endif
+        spawn_options o;
+        o.argv = {IDEM_PAYMENTS_BINARY, "--db", db, "--port", "0", "--threads", "16", "--webhook-secret", secret,
+                  "--processing-delay", std::to_string(config.processing_delay_ms)};
+        o.argv.insert(o.argv.end(), config.extra.begin(), config.extra.end());
+        o.pipe_stdout = true;
+        // The child inherits the variable; tests start their services one at a time.
+        if (!config.crash_at.empty()) ::setenv("IDEM_PAYMENTS_CRASH_AT", config.crash_at.c_str(), 1);
+        process = std::make_unique<child_process>(std::move(o));
+        ::unsetenv("IDEM_PAYMENTS_CRASH_AT");
+        const auto line = process->read_line(20s);
+        REQUIRE(line.has_value());
+        const auto colon = line->rfind(':');
+        port = std::stoi(line->substr(colon + 1));
+        REQUIRE(port > 0);
+    }
+    ~payments_service() {
+        using namespace std::chrono_literals;
+        process->signal(SIGTERM);
+        (void)process->wait_for_exit(5s);
+    }
+
+    httplib::Client client() const {
+        using namespace std::chrono_literals;
+        httplib::Client c("127.0.0.1", port);
+        c.set_read_timeout(30s);
+        return c;
+    }
+    httplib::Result post(const std::string& path, const std::string& body, httplib::Headers headers) const {
+        headers.emplace("Authorization", "Bearer test-client");
+        return client().Post(path, headers, body, "application/json");
+    }
+    long long balance(const std::string& account) const {
+        auto r = client().Get("/accounts/" + account);
+        REQUIRE(r);
+        REQUIRE(r->status == 200);
+        const auto at = r->body.find("\"balance\":");
+        return std::stoll(r->body.substr(at + 10));
+    }
+    void open(const std::string& account, long long cents) const {
+        const std::string opening = cents > 0 ? ",\"balance\":" + std::to_string(cents) : "";
+        auto r = post("/accounts", "{\"id\":\"" + account + "\"" + opening + "}",
+                      {{"Idempotency-Key", "open-" + account}});
+        REQUIRE(r);
+        REQUIRE(r->status == 201);
+    }
+    std::string transfer_body(const std::string& from, const std::string& to, long long amount) const {
+        return "{\"from\":\"" + from + "\",\"to\":\"" + to + "\",\"amount\":" + std::to_string(amount) + "}";
+    }
+};
+
+}  // namespace idem::test
