@@ -16,6 +16,19 @@ for source in sorted((root / "examples").rglob("*.cpp")):
         regions += 1
         if match.group(2) not in readme:
             failures.append(f"{source.relative_to(root)}: region '{match.group(1)}' differs from README.md")
+# The transfer a SQL user writes (examples/transfer: open, row, mapping, transfer)
+# names at most five of idem's types.
+transfer = (root / "examples" / "transfer" / "main.cpp").read_text()
+names = set()
+for region in ("database-open", "database-row", "database-mapping", "database-transfer"):
+    match = re.search(r"// readme:begin " + region + r"\n(.*?)// readme:end " + region + r"\n", transfer, re.S)
+    if not match:
+        failures.append(f"examples/transfer/main.cpp: no region '{region}'")
+        continue
+    names |= set(re.findall(r"idem::(\w+)", match.group(1)))
+print(f"the README's transfer names {len(names)} idem types: {', '.join(sorted(names))}")
+if len(names) > 5:
+    failures.append("the README's transfer names more than five idem types")
 for failure in failures:
     print(failure)
 print(f"{regions} regions checked, {len(failures)} out of date")

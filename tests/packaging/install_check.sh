@@ -66,6 +66,17 @@ expect_replay() {
 expect_replay "$dest/consumer"
 echo "pkg-config consumer: executed replayed"
 
+# The README's idem::database example (examples/transfer), built against the
+# installed tree with pkg-config idem-database alone, then run on a SQLite file.
+if pkg-config --exists idem-database; then
+  # shellcheck disable=SC2046
+  "$cxx" -std=c++20 "$(dirname "$0")/../../examples/transfer/main.cpp" $(pkg-config --cflags --libs idem-database) \
+    -o "$dest/transfer"
+  out=$(env LD_LIBRARY_PATH="$libdir" "$dest/transfer" --db "sqlite:$dest/bank.db" | tail -1)
+  [ "$out" = "each transfer moved money exactly once" ] || { echo "the database example printed: $out"; exit 1; }
+  echo "pkg-config idem-database consumer (the README's transfer): $out"
+fi
+
 # CMake, through pkg_check_modules (the README's CMakeLists.txt). The sysroot
 # stands for a whole system, so Debian's own .pc files (fmt, libcrypto) point
 # into it too, and CMake wants every include directory to exist.

@@ -18,6 +18,8 @@ names=$(sed -n 's/^dependency_names = //p' "$parent/subprojects/idem.wrap" | tr 
 cat >"$parent/meson.build" <<MESON
 project('consumer', 'cpp', default_options: ['cpp_std=c++20', 'buildtype=release'])
 executable('consumer', 'consumer.cpp', dependencies: [dependency('idem'), dependency('idem-sqlite')])
+# The README's idem::database example (examples/transfer), through dependency('idem-database').
+executable('transfer', '$root/examples/transfer/main.cpp', dependencies: dependency('idem-database'))
 foreach name : ['$names']
   assert(dependency(name).found(), name)
 endforeach
@@ -42,6 +44,9 @@ grep -q "Subproject idem finished" setup.log || { cat setup.log; exit 1; }
 ninja -C build consumer >/dev/null
 out=$(build/consumer "$parent/records.db")
 [ "$out" = "executed replayed" ] || { echo "consumer printed: $out"; exit 1; }
+ninja -C build transfer >/dev/null
+transfer=$(build/transfer --db "sqlite:$parent/bank.db" | tail -1)
+[ "$transfer" = "each transfer moved money exactly once" ] || { echo "the database example printed: $transfer"; exit 1; }
 tests=$(meson test -C build --list --no-rebuild 2>/dev/null)
 [ "$tests" = "consumer-own-test" ] || { printf 'the parent lists these tests:\n%s\n' "$tests"; exit 1; }
 for program in idem idem-bench idem-quickstart unit_tests; do
@@ -49,4 +54,4 @@ for program in idem idem-bench idem-quickstart unit_tests; do
     echo "the parent builds idem's $program"; exit 1
   fi
 done
-echo "parent project: dependency('idem'), dependency('idem-sqlite') -> $out; its tests: $tests"
+echo "parent project: dependency('idem'), dependency('idem-sqlite') -> $out; dependency('idem-database') -> $transfer; its tests: $tests"

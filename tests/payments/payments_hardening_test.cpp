@@ -358,8 +358,8 @@ TEST_CASE("payments (PostgreSQL): service resumes within 5 s of a server restart
     std::this_thread::sleep_for(500ms);
     stop = true;
     clients.clear();
-    MESSAGE("transfers: " << done << ", first success " << first_success_after_back_ms
-                          << " ms after the server was back; in-doubt answers: " << server_errors);
+    MESSAGE("transfers: " << done.load() << ", first success " << first_success_after_back_ms.load()
+                          << " ms after the server was back; in-doubt answers: " << server_errors.load());
     std::filesystem::remove(options);
     CHECK(first_success_after_back_ms >= 0);
     CHECK(first_success_after_back_ms < 5000);
