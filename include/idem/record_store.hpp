@@ -88,7 +88,8 @@ protected:
 };
 
 namespace detail {
-// The argument checks every store shares (std::invalid_argument).
+// The argument checks every store shares (std::invalid_argument); a duration
+// must be positive and at most max_duration.
 void check_fingerprint(std::string_view fingerprint);
 void check_token(std::string_view token);
 void check_duration(duration d, const char* what);

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "idem/record_key.hpp"
+#include "internal/saturating_time.hpp"
 
 namespace idem::detail::sqlite {
 namespace {
@@ -18,9 +19,8 @@ FROM idem_records WHERE key_hash = ?1)";
 constexpr std::string_view count_sql = R"(
 SELECT count(*) FROM idem_records WHERE expires_at <= ?1)";
 
-time_point at(std::int64_t milliseconds) {
-    return time_point{std::chrono::milliseconds(milliseconds)};
-}
+// Clamped: a row may hold any integer, and nanoseconds end in 2262.
+time_point at(std::int64_t milliseconds) { return detail::saturating_time(std::chrono::milliseconds(milliseconds)); }
 
 }  // namespace
 

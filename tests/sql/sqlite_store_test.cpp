@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <map>
 
 #include "bank.hpp"
 #include "idem/error.hpp"
@@ -215,6 +216,23 @@ TEST_CASE("sqlite store: corrupted rows give corrupt_record errors that name onl
     CHECK_THROWS_AS(f.session << "UPDATE idem_records SET token = NULL", soci::soci_error);
     CHECK_THROWS_AS(f.session << "UPDATE idem_records SET state = 1", soci::soci_error);  // completed, no payload
     CHECK(f.store.complete(key, r.token, "fp", "", 1min));
+}
+
+TEST_CASE("sqlite store: a lease or retention above 100 years is refused inside the transaction too") {
+    fixture f;
+    idem::test::over_long_durations_are_refused_in_the_transaction(f.under_test());
+}
+
+TEST_CASE("sqlite store: rows past 2262 and at the ends of int64 are read, inspected and purged without overflow") {
+    fixture f;
+    const std::map<std::string, std::string> millis = {{"future", "11000000000000"},  // 2318
+                                                       {"infinity", "9223372036854775807"},
+                                                       {"-infinity", "(-9223372036854775807 - 1)"}};
+    idem::test::times_beyond_time_point_are_clamped(f.under_test(), f.store, [&](const std::string& key,
+                                                                                   const std::string& which) {
+        f.session << "UPDATE idem_records SET expires_at = " + millis.at(which) + ", updated_at = " + millis.at(which) +
+                         " WHERE key = '" + key + "'";
+    });
 }
 
 TEST_CASE("sqlite store: bad paths and options give typed errors, not crashes") {
