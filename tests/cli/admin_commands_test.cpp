@@ -12,6 +12,7 @@
 namespace {
 
 using namespace std::chrono_literals;
+using namespace std::string_literals;
 using namespace idem::test::cli;
 using sys = std::chrono::system_clock;
 
@@ -153,7 +154,7 @@ TEST_CASE("inspect shows a completed record; the payload only with --payload, by
     workspace w;
     w.migrate();
     const auto k = key_of("paid", 0);
-    const std::string payload("{\"receipt\":\"r-1\"}\0\xff\xfe binary\r\n", 31);
+    const std::string payload = "{\"receipt\":\"r-1\"}\0\xff\xfe binary\r\n"s;  // NUL inside: the s suffix keeps it
     {
         idem::sqlite_store store{{.path = w.db, .migrate_on_open = false}};
         const auto r = store.try_reserve(k, "fp", 1min);
@@ -164,7 +165,7 @@ TEST_CASE("inspect shows a completed record; the payload only with --payload, by
     CHECK(contains(r.out, "state:          completed\n"));
     CHECK(contains(r.out, "retained until: "));
     CHECK(contains(r.out, "retention left: 23h 59m\n"));
-    CHECK(contains(r.out, "payload:        31 bytes\n"));
+    CHECK(contains(r.out, "payload:        29 bytes\n"));
     CHECK(!contains(r.out, "receipt"));
 
     // Uppercase hex is the same digest; the payload goes to stdout alone.
@@ -173,7 +174,7 @@ TEST_CASE("inspect shows a completed record; the payload only with --payload, by
     const auto p = w.idem({"inspect", "--db", w.db, "--key-hash", upper, "--payload"});
     CHECK(p.exit_code == 0);
     CHECK(p.out == payload);
-    CHECK(contains(p.err, "payload:        31 bytes\n"));
+    CHECK(contains(p.err, "payload:        29 bytes\n"));
 
     // The same record named by its namespace, scope and key.
     const auto by_flags =
