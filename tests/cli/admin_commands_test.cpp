@@ -201,6 +201,30 @@ TEST_CASE("inspect shows an expired record as expired, with how long ago") {
     CHECK(contains(r.out, "expired:        1h 59m ago\n"));
 }
 
+TEST_CASE("inspect shows times beyond 2262 and before 1677 as such, never as an overflowed date") {
+    workspace w;
+    w.migrate();
+    seed(w.db, "far", 2, record_kind::in_flight, sys::now(), 10min);
+    {
+        soci::session s;
+        idem::open_sqlite_session(s, w.db);
+        s << "UPDATE idem_records SET expires_at = 11000000000000 WHERE key = 'far-0'";  // 2318
+        s << "UPDATE idem_records SET expires_at = -9223372036854775807 - 1, updated_at = -9223372036854775807 - 1"
+             " WHERE key = 'far-1'";
+    }
+    auto r = w.idem({"inspect", "--db", w.db, "--key-hash", digest_hex(key_of("far", 0))});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "state:          in flight\n"));
+    CHECK(contains(r.out, "lease until:    after 2262-04-11T23:47:16.854Z\n"));
+    CHECK(contains(r.out, "lease left:     "));
+    r = w.idem({"inspect", "--db", w.db, "--key-hash", digest_hex(key_of("far", 1))});
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "state:          expired (was in flight)\n"));
+    CHECK(contains(r.out, "created:        before 1677-09-21T00:12:43.145Z\n"));
+    CHECK(contains(r.out, "expired:        "));
+}
+
 TEST_CASE("inspect: an unknown record exits 3 with a clear message") {
     workspace w;
     w.migrate();
