@@ -73,6 +73,9 @@ void set_wal(detail::sqlite::database* db, std::chrono::milliseconds busy_timeou
 
 void configure_sqlite_session(soci::session& session, const sqlite_connection_options& options) {
     if (options.busy_timeout < 0ms) throw std::invalid_argument("idem: busy_timeout must not be negative");
+    // Compared in milliseconds: the deadline below is in nanoseconds, which cannot hold milliseconds::max().
+    if (options.busy_timeout > std::chrono::floor<std::chrono::milliseconds>(max_duration))
+        throw std::invalid_argument("idem: busy_timeout must be at most 100 years");
     detail::sqlite::database* db = detail::sqlite::native_handle(session);
     const auto timeout = static_cast<std::uintptr_t>(options.busy_timeout.count());
     // First, so that the pragmas below wait for a concurrent opener too.

@@ -255,6 +255,9 @@ TEST_CASE("sqlite store: bad paths and options give typed errors, not crashes") 
     CHECK_THROWS_AS(open((dir.path() / "quote\".db").string()), std::invalid_argument);
     CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(), .pool_size = 0}}), std::invalid_argument);
     CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(), .time = nullptr}}), std::invalid_argument);
+    CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(),
+                                         .connection = {.busy_timeout = std::chrono::milliseconds::max()}}}),
+                    std::invalid_argument);
     // A path with spaces is fine.
     idem::sqlite_store spaced{{.path = (dir.path() / "with some spaces.db").string(), .connection = fast}};
     CHECK(spaced.try_reserve(bank::transfer_key("x"), bank::fingerprint, 1min).status == reservation_status::reserved);
