@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # `meson install` puts headers, libraries, pkg-config files and the idem command
 # in place, and a program builds against the installed tree with pkg-config alone.
-#   install_check.sh BUILD_DIR COMPILER
+#   install_check.sh BUILD_DIR COMPILER [SANITIZERS]
 set -euo pipefail
-build=$1 cxx=$2
+build=$1 cxx=$2 sanitize=${3:-none}
+# A sanitized library needs its runtime in the consumer too, as a user of such a build would link it.
+flags=()
+[ "$sanitize" = none ] || flags=("-fsanitize=$sanitize" -fno-sanitize=vptr)
 dest=$(mktemp -d)
 trap 'rm -rf "$dest"' EXIT
 meson install -C "$build" --destdir "$dest" --no-rebuild >/dev/null
@@ -23,7 +26,7 @@ int main() {
 }
 CPP
 # shellcheck disable=SC2046
-"$cxx" -std=c++20 "$dest/consumer.cpp" $(pkg-config --cflags --libs idem-memory) -o "$dest/consumer"
+"$cxx" -std=c++20 "${flags[@]}" "$dest/consumer.cpp" $(pkg-config --cflags --libs idem-memory) -o "$dest/consumer"
 out=$(LD_LIBRARY_PATH=$libdir "$dest/consumer")
 [ "$out" = "executed replayed" ] || { echo "consumer printed: $out"; exit 1; }
 [ -x "$(find "$dest" -path '*/bin/idem' | head -1)" ] || { echo "the idem command is not installed"; exit 1; }

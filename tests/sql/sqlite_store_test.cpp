@@ -195,7 +195,7 @@ TEST_CASE("sqlite store: corrupted rows give corrupt_record errors that name onl
     };
     // Each breaks one rule the schema's CHECKs keep (planted with them switched off).
     for (const std::string set : {"token = ''", "state = 7", "expires_at = 'soon'", "state = 1, payload = NULL",
-                                  "fingerprint = 'fp'"}) {
+                                  "fingerprint = 'fp'", "state = 1, payload = 'text, not a blob'"}) {
         CAPTURE(set);
         plant(set);
         try {
@@ -207,6 +207,10 @@ TEST_CASE("sqlite store: corrupted rows give corrupt_record errors that name onl
             CHECK(message.find(key.key_hash()) != std::string::npos);
             CHECK(message.find("secret-order-key") == std::string::npos);
             CHECK(message.find("acme") == std::string::npos);
+        }
+        if (set.starts_with("state") || set.starts_with("expires_at")) {  // what inspect reads too
+            CHECK_THROWS_AS((void)f.store.inspect(key.digest(), true), idem::store_error);
+            CHECK_THROWS_AS((void)f.store.inspect(key.digest(), false), idem::store_error);
         }
     }
     // The schema itself refuses rows idem never writes.
