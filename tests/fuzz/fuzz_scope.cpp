@@ -52,7 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
     };
     add("global", [] { return scope::global(); });
-    for (const auto& [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
+    for (const auto& ids : {std::pair{a, b}, std::pair{b, a}}) {
+        const std::string &x = ids.first, &y = ids.second;  // named, as lambdas cannot capture structured bindings
         add("user " + x, [&] { return scope::user(x); });
         add("tenant " + x, [&] { return scope::tenant(x); });
         add("client " + x, [&] { return scope::client(x); });
