@@ -22,6 +22,7 @@ void check(std::vector<std::string>& problems, const std::string& where, const s
            duration max_lease, const std::set<std::string, std::less<>>* stores) {
     const auto positive = [&](const std::optional<duration>& d, const char* field) {
         if (d && *d <= duration::zero()) problems.push_back(where + field + " must be positive");
+        if (d && *d > max_duration) problems.push_back(where + field + " must be at most 100 years");
     };
     positive(lease, "lease");
     positive(retention, "retention");

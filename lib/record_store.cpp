@@ -58,6 +58,8 @@ void check_token(std::string_view token) {
 
 void check_duration(duration d, const char* what) {
     if (d <= duration::zero()) throw std::invalid_argument(std::string("idem: ") + what + " must be positive");
+    if (d > max_duration)
+        throw std::invalid_argument(std::string("idem: ") + what + " must be at most 100 years (idem::max_duration)");
 }
 
 namespace {

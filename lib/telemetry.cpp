@@ -9,14 +9,22 @@
 namespace idem {
 namespace {
 
-// Prometheus label values and logfmt values: quote, backslash and newline escaped.
-std::string escaped(std::string_view text) {
+enum class format { prometheus, logfmt };
+
+// Quote, backslash and newline escaped (the only escapes Prometheus label values
+// have); in logfmt carriage returns too, so a logged message never starts a line
+// of its own in a reader that splits on them.
+std::string escaped(std::string_view text, format f = format::prometheus) {
     std::string out;
     out.reserve(text.size());
     for (char c : text) {
         if (c == '\\' || c == '"') out += '\\';
         if (c == '\n') {
             out += "\\n";
+            continue;
+        }
+        if (c == '\r' && f == format::logfmt) {
+            out += "\\r";
             continue;
         }
         out += c;
@@ -101,13 +109,13 @@ void log_sink::on_log(const log_event& e) noexcept {
         const auto now = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
         std::string line = fmt::format("ts={:%Y-%m-%dT%H:%M:%S}Z level={} event={}", now, to_string(e.level), e.name);
         if (!e.key_hash.empty()) line += fmt::format(" key_hash={}", e.key_hash);
-        line += fmt::format(" msg=\"{}\"", escaped(e.message));
+        line += fmt::format(" msg=\"{}\"", escaped(e.message, format::logfmt));
         const operation_info& op = e.operation;
         line += fmt::format(" entry_point={}", to_string(op.entry));
         const std::pair<std::string_view, std::string_view> fields[] = {
             {"namespace", op.name_space}, {"profile", op.profile}, {"method", op.method}, {"route", op.route}};
         for (const auto& [label, value] : fields)
-            if (!value.empty()) line += fmt::format(" {}=\"{}\"", label, escaped(value));
+            if (!value.empty()) line += fmt::format(" {}=\"{}\"", label, escaped(value, format::logfmt));
         line += '\n';
         std::lock_guard lock(mutex_);
         out_ << line << std::flush;

@@ -20,6 +20,11 @@ namespace idem {
 using duration = std::chrono::nanoseconds;
 using time_point = std::chrono::system_clock::time_point;
 
+// The longest lease or retention idem accepts: 100 years. Longer ones are
+// refused (options_error in options, std::invalid_argument from a store call),
+// so an expiry time always stays far inside what a time_point can hold.
+inline constexpr duration max_duration = std::chrono::duration_cast<duration>(std::chrono::years(100));
+
 class IDEM_API clock {
 public:
     virtual ~clock() = default;

@@ -91,7 +91,8 @@ protected:
 };
 
 namespace detail {
-// The argument checks every store shares (std::invalid_argument).
+// The argument checks every store shares (std::invalid_argument); a duration
+// must be positive and at most max_duration.
 IDEM_API void check_fingerprint(std::string_view fingerprint);
 IDEM_API void check_token(std::string_view token);
 IDEM_API void check_duration(duration d, const char* what);

@@ -37,7 +37,7 @@ struct fixture {
     [[nodiscard]] duration long_span() const { return span * 100; }
 };
 
-const std::string binary_payload("\x00\x01\xff\xfe\"\\\n\r binary \x00 tail", 23);
+const std::string binary_payload("\x00\x01\xff\xfe\"\\\n\r binary \x00 tail\x00", 23);  // 23: with the last NUL
 
 }  // namespace
 
@@ -276,6 +276,28 @@ TEST_CASE("contract: bad arguments are rejected and change nothing") {
     CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::in_flight);
     CHECK(f.store->complete(f.key(), r.token, "fp", "p", f.long_span()));
 }
+
+TEST_CASE("contract: a lease or retention above 100 years is refused and stores nothing") {
+    fixture f;
+    CHECK_THROWS_AS((void)f.store->try_reserve(f.key(), "fp", duration::max()), std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store->try_reserve(f.key(), "fp", max_duration + 1ns), std::invalid_argument);
+    // Nothing was stored: the key is still free.
+    auto r = f.store->try_reserve(f.key(), "fp", f.long_span());
+    REQUIRE(r.status == status::reserved);
+    CHECK_THROWS_AS((void)f.store->complete(f.key(), r.token, "fp", "p", duration::max()), std::invalid_argument);
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::in_flight);
+    CHECK(f.store->complete(f.key(), r.token, "fp", "p", max_duration));
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).payload == "p");
+}
+
+TEST_CASE("contract: the longest lease holds the key: a second reserve never also wins it") {
+    fixture f;
+    REQUIRE(f.store->try_reserve(f.key(), "fp", max_duration).status == status::reserved);
+    CHECK(f.store->try_reserve(f.key(), "fp", 1s).status == status::in_flight);
+    f.ctx.advance(f.span);
+    CHECK(f.store->try_reserve(f.key(), "fp", 1s).status == status::in_flight);
+    CHECK(f.store->purge_expired(1000) == 0);
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::in_flight);
 
 // Off a server clock the context moves time itself, so expiry can be checked to
 // the millisecond: expired means expires_at <= now, in every store.

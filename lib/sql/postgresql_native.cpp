@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "internal/saturating_time.hpp"
 #include "sql/sql_connection.hpp"
 
 namespace idem::detail::pg {
@@ -153,9 +154,13 @@ std::int64_t result::int8(int row, int column) const {
 
 time_point result::timestamp(int row, int column) const {
     if (is_null(row, column) || PQgetlength(result_, row, column) != 8) malformed("timestamp");
+    // 'infinity' is INT64_MAX, '-infinity' INT64_MIN; they and any time past 2262
+    // clamp to the ends of time_point.
     const std::int64_t since_2000 = from_network(PQgetvalue(result_, row, column));
-    const auto since_1970 = std::chrono::microseconds(since_2000) + std::chrono::seconds(postgres_epoch);
-    return time_point(std::chrono::duration_cast<time_point::duration>(since_1970));
+    std::int64_t since_1970 = 0;
+    if (__builtin_add_overflow(since_2000, std::int64_t{postgres_epoch} * 1'000'000, &since_1970))
+        return since_2000 > 0 ? time_point::max() : time_point::min();
+    return detail::saturating_time(std::chrono::microseconds(since_1970));
 }
 
 result execute(PGconn* conn, const char* sql, std::string_view what) {

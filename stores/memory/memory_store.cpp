@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "internal/saturating_time.hpp"
+
 namespace idem {
 namespace {
 
@@ -127,7 +129,7 @@ reservation memory_store::do_try_reserve(const record_key& key, std::string_view
         if (existing->completed) return reservation::completed(existing->payload);
         return reservation::in_flight();
     }
-    auto& fresh = s.put(key.digest(), now + lease);
+    auto& fresh = s.put(key.digest(), detail::saturating_add(now, lease));
     fresh.token = token;
     fresh.fingerprint = fingerprint;
     fresh.payload.clear();
@@ -144,7 +146,7 @@ bool memory_store::do_complete(const record_key& key, std::string_view token, st
     if (const auto* existing = s.live(key.digest(), now)) {
         if (existing->completed || existing->token != token) return false;
     }
-    auto& done = s.put(key.digest(), now + retention);
+    auto& done = s.put(key.digest(), detail::saturating_add(now, retention));
     done.token = token;
     done.fingerprint = fingerprint;
     done.payload = payload;

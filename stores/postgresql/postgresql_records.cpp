@@ -158,18 +158,6 @@ DELETE FROM idem_records WHERE key_hash = ANY (ARRAY(
     throw store_error(store_failure::corrupt_record, "idem: the record " + key.key_hash() + " is corrupt: " + why);
 }
 
-// A statement's (level, done) answer; store_error(unsupported) below READ COMMITTED.
-bool done_at_read_committed(const result& r, std::string_view what) {
-    if (r.rows() != 1) throw store_error(store_failure::other, "idem: " + std::string(what) + ": no answer row");
-    const std::string_view level = r.bytes(0, 0);
-    if (!read_committed(level))
-        throw store_error(store_failure::unsupported,
-                          "idem: " + std::string(what) +
-                              " refused: the PostgreSQL store needs READ COMMITTED transactions; this one runs at " +
-                              std::string(level));
-    return r.boolean(0, 1);
-}
-
 // The key's parts as statement parameters 1 to 4.
 struct identity {
     std::string scratch[3];
@@ -216,6 +204,64 @@ private:
     parameters values_;
 };
 
+// A statement's (level, done) answer; store_error(unsupported) below READ COMMITTED.
+bool done_at_read_committed(const result& r, std::string_view what) {
+    if (r.rows() != 1) throw store_error(store_failure::other, "idem: " + std::string(what) + ": no answer row");
+    const std::string_view level = r.bytes(0, 0);
+    if (!read_committed(level))
+        throw store_error(store_failure::unsupported,
+                          "idem: " + std::string(what) +
+                              " refused: the PostgreSQL store needs READ COMMITTED transactions; this one runs at " +
+                              std::string(level));
+    return r.boolean(0, 1);
+}
+
+namespace {
+
+// The answer a live entry gives: columns (completed, fingerprint, payload) from `first`.
+reservation live_answer(const result& row, int first, const record_key& key, std::string_view fingerprint) {
+    const bool completed = row.boolean(0, first);
+    if (row.is_null(0, first + 1) || row.bytes(0, first + 1).empty()) corrupt(key, "missing fingerprint");
+    if (completed && row.is_null(0, first + 2)) corrupt(key, "completed without a payload");
+    if (row.bytes(0, first + 1) != fingerprint) return reservation::fingerprint_mismatch();
+    if (completed) return reservation::completed(std::string(row.bytes(0, first + 2)));
+    return reservation::in_flight();
+}
+
+}  // namespace
+
+std::optional<reservation> reserve_answer(const result& row, const record_key& key, std::string_view fingerprint,
+                                          std::string_view token) {
+    if (done_at_read_committed(row, reserve_text.what)) return reservation::reserved(std::string(token));
+    if (!row.is_null(0, 2)) return live_answer(row, 2, key, fingerprint);
+    return std::nullopt;
+}
+
+std::optional<reservation> locked_answer(const result& row, const record_key& key, std::string_view fingerprint) {
+    const std::string_view level = row.bytes(0, 0);
+    if (!read_committed(level))
+        throw store_error(store_failure::unsupported,
+                          "idem: reserving a record refused: the PostgreSQL store needs READ COMMITTED "
+                          "transactions; this one runs at " + std::string(level));
+    if (!row.is_null(0, 4) && row.boolean(0, 4)) return live_answer(row, 1, key, fingerprint);
+    return std::nullopt;  // gone or expired since the reserve: try again
+}
+
+std::optional<record_state> inspected(const result& row, bool with_payload) {
+    if (row.rows() == 0) return std::nullopt;
+    record_state s;
+    s.completed = row.boolean(0, 0);
+    s.created_at = row.timestamp(0, 1);
+    s.expires_at = row.timestamp(0, 2);
+    s.now = row.timestamp(0, 3);
+    s.name_space = row.bytes(0, 4);
+    s.scope = row.bytes(0, 5);
+    s.key = row.bytes(0, 6);
+    s.payload_bytes = static_cast<std::size_t>(row.int8(0, 7));
+    if (with_payload && !row.is_null(0, 8)) s.payload = std::string(row.bytes(0, 8));
+    return s;
+}
+
 record_statements::record_statements(PGconn* conn)
     : conn_(conn),
       backend_pid_(PQbackendPID(conn)),
@@ -238,20 +284,6 @@ bool record_statements::reserved_in(std::uint64_t serial, const record_key& key,
     return serial != 0 && serial == reserved_serial_ && key.digest() == reserved_digest_ && token == reserved_token_;
 }
 
-namespace {
-
-// The answer a live entry gives: columns (completed, fingerprint, payload) from `first`.
-reservation answer(const result& row, int first, const record_key& key, std::string_view fingerprint) {
-    const bool completed = row.boolean(0, first);
-    if (row.is_null(0, first + 1) || row.bytes(0, first + 1).empty()) corrupt(key, "missing fingerprint");
-    if (completed && row.is_null(0, first + 2)) corrupt(key, "completed without a payload");
-    if (row.bytes(0, first + 1) != fingerprint) return reservation::fingerprint_mismatch();
-    if (completed) return reservation::completed(std::string(row.bytes(0, first + 2)));
-    return reservation::in_flight();
-}
-
-}  // namespace
-
 reservation record_statements::try_reserve(const record_key& key, std::string_view fingerprint,
                                            std::string_view token, duration lease) {
     identity id;
@@ -264,9 +296,7 @@ reservation record_statements::try_reserve(const record_key& key, std::string_vi
         pipeline p(conn_);
         reserve_.queue(p, values);
         p.run();
-        const result& row = p.last();
-        if (done_at_read_committed(row, reserve_text.what)) return reservation::reserved(std::string(token));
-        if (!row.is_null(0, 2)) return answer(row, 2, key, fingerprint);
+        if (auto answer = reserve_answer(p.last(), key, fingerprint, token)) return std::move(*answer);
         if (auto live = locked_entry(key, fingerprint)) return std::move(*live);
     }
     throw changing(key);
@@ -305,14 +335,7 @@ std::optional<reservation> record_statements::locked_entry(const record_key& key
     pipeline p(conn_);
     lookup_.queue(p, by_hash);
     p.run();
-    const result& row = p.last();
-    const std::string_view level = row.bytes(0, 0);
-    if (!read_committed(level))
-        throw store_error(store_failure::unsupported,
-                          "idem: reserving a record refused: the PostgreSQL store needs READ COMMITTED "
-                          "transactions; this one runs at " + std::string(level));
-    if (!row.is_null(0, 4) && row.boolean(0, 4)) return answer(row, 1, key, fingerprint);
-    return std::nullopt;  // gone or expired since the reserve: try again
+    return locked_answer(p.last(), key, fingerprint);
 }
 
 store_error record_statements::changing(const record_key& key) {
@@ -355,19 +378,7 @@ std::optional<record_state> record_statements::inspect(const std::array<std::byt
     pipeline p(conn_);
     inspect_.queue(p, values);
     p.run();
-    const result& row = p.last();
-    if (row.rows() == 0) return std::nullopt;
-    record_state s;
-    s.completed = row.boolean(0, 0);
-    s.created_at = row.timestamp(0, 1);
-    s.expires_at = row.timestamp(0, 2);
-    s.now = row.timestamp(0, 3);
-    s.name_space = row.bytes(0, 4);
-    s.scope = row.bytes(0, 5);
-    s.key = row.bytes(0, 6);
-    s.payload_bytes = static_cast<std::size_t>(row.int8(0, 7));
-    if (with_payload && !row.is_null(0, 8)) s.payload = std::string(row.bytes(0, 8));
-    return s;
+    return inspected(p.last(), with_payload);
 }
 
 std::size_t record_statements::count_expired(duration older_than) {

@@ -73,6 +73,20 @@ private:
     std::string reserved_token_;
 };
 
+// How the statements' answer rows are read: store_error(corrupt_record) for a
+// malformed row, store_error(unsupported) below READ COMMITTED.
+// A statement's (isolation level, done) row: whether it did its work.
+[[nodiscard]] bool done_at_read_committed(const result& r, std::string_view what);
+// The reserve's row: reserved (with `token`), the live entry's answer, or
+// nullopt when an entry committed meanwhile must be read locked.
+[[nodiscard]] std::optional<reservation> reserve_answer(const result& row, const record_key& key,
+                                                        std::string_view fingerprint, std::string_view token);
+// The locked read's row: the live entry's answer; nullopt when it is gone or expired.
+[[nodiscard]] std::optional<reservation> locked_answer(const result& row, const record_key& key,
+                                                       std::string_view fingerprint);
+// The inspect row; nullopt when there is none.
+[[nodiscard]] std::optional<record_state> inspected(const result& row, bool with_payload);
+
 // The readable text of a key part: PostgreSQL text cannot hold NUL, so NULs
 // become U+FFFD there (the row is found by its hash, never by this text).
 [[nodiscard]] std::string_view readable(std::string_view part, std::string& scratch);

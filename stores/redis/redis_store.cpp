@@ -26,6 +26,10 @@ void check_options(const redis_options& o) {
     if (o.database < 0) problem("database must not be negative");
     if (o.connect_timeout.count() < 0) problem("connect_timeout must not be negative");
     if (o.command_timeout.count() < 0) problem("command_timeout must not be negative");
+    // Compared in milliseconds: nanoseconds cannot hold milliseconds::max().
+    constexpr auto longest = std::chrono::floor<std::chrono::milliseconds>(max_duration);
+    if (o.connect_timeout > longest || o.command_timeout > longest)
+        problem("connect_timeout and command_timeout must be at most 100 years (0: no limit)");
     if (o.pool_size < 1 || o.pool_size > 1024) problem("pool_size must be 1 to 1024");
     if (o.cluster) {
         if (!o.unix_socket.empty()) problem("cluster needs host and port, not unix_socket");

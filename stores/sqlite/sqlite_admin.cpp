@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "idem/record_key.hpp"
+#include "internal/saturating_time.hpp"
 
 namespace idem::detail::sqlite {
 namespace {
@@ -12,15 +13,15 @@ namespace {
 // The payload column is read only when asked for; its size comes from the
 // record header either way.
 constexpr std::string_view inspect_sql = R"(
-SELECT state, namespace, scope, key, updated_at, expires_at, length(payload), CASE WHEN ?2 THEN payload END
+SELECT state, namespace, scope, key, updated_at, expires_at, length(payload), CASE WHEN ?2 THEN payload END,
+       typeof(payload) = 'blob'
 FROM idem_records WHERE key_hash = ?1)";
 
 constexpr std::string_view count_sql = R"(
 SELECT count(*) FROM idem_records WHERE expires_at <= ?1)";
 
-time_point at(std::int64_t milliseconds) {
-    return time_point{std::chrono::milliseconds(milliseconds)};
-}
+// Clamped: a row may hold any integer, and nanoseconds end in 2262.
+time_point at(std::int64_t milliseconds) { return detail::saturating_time(std::chrono::milliseconds(milliseconds)); }
 
 }  // namespace
 
@@ -37,7 +38,9 @@ std::optional<record_state> admin_statements::inspect(const std::array<std::byte
     const auto updated_at = s->column_int(4);
     const auto expires_at = s->column_int(5);
     const auto payload_bytes = s->column_int(6);  // NULL while in flight
-    if (!state || (*state != 0 && *state != 1) || !updated_at || !expires_at || (*state == 1 && !payload_bytes))
+    // A completed record's payload is a blob, as the store itself requires when it replays one.
+    const bool payload_is_blob = s->column_int(8).value_or(0) == 1;
+    if (!state || (*state != 0 && *state != 1) || !updated_at || !expires_at || (*state == 1 && !payload_is_blob))
         throw store_error(store_failure::corrupt_record, "idem: the record " + key_hash_of(digest) +
                                                              " is corrupt: it does not have the shape idem writes");
     record_state r;

@@ -59,8 +59,9 @@ record_times times(time_point now, duration span) noexcept {
     // Round the span up, so a positive one never expires on the spot; saturate
     // rather than overflow for absurdly long ones.
     const std::int64_t length = std::max<std::int64_t>(std::chrono::ceil<milliseconds>(span).count(), 1);
-    const std::int64_t room = std::numeric_limits<std::int64_t>::max() - at;
-    return {at, at + std::min(length, room)};
+    std::int64_t end = 0;
+    if (__builtin_add_overflow(at, length, &end)) end = std::numeric_limits<std::int64_t>::max();
+    return {at, end};
 }
 
 record_statements::record_statements(database* db)

@@ -95,6 +95,9 @@ store_error cannot_open(const std::string& path, bool read_only, int result_code
 
 void configure_sqlite_session(soci::session& session, const sqlite_connection_options& options) {
     if (options.busy_timeout < 0ms) throw std::invalid_argument("idem: busy_timeout must not be negative");
+    // Compared in milliseconds: the deadline below is in nanoseconds, which cannot hold milliseconds::max().
+    if (options.busy_timeout > std::chrono::floor<std::chrono::milliseconds>(max_duration))
+        throw std::invalid_argument("idem: busy_timeout must be at most 100 years");
     detail::sqlite::database* db = detail::sqlite::native_handle(session);
     const auto timeout = static_cast<std::uintptr_t>(options.busy_timeout.count());
     // First, so that the pragmas below wait for a concurrent opener too.

@@ -13,6 +13,7 @@
 namespace {
 
 using namespace std::chrono_literals;
+using namespace std::string_literals;
 using namespace idem::test::cli;
 using sys = std::chrono::system_clock;
 
@@ -154,7 +155,7 @@ TEST_CASE("inspect shows a completed record; the payload only with --payload, by
     workspace w;
     w.migrate();
     const auto k = key_of("paid", 0);
-    const std::string payload("{\"receipt\":\"r-1\"}\0\xff\xfe binary\r\n", 31);
+    const std::string payload = "{\"receipt\":\"r-1\"}\0\xff\xfe binary\r\n"s;  // NUL inside: the s suffix keeps it
     {
         idem::sqlite_store store{{.path = w.db, .migrate_on_open = false}};
         const auto r = store.try_reserve(k, "fp", 1min);
@@ -165,7 +166,7 @@ TEST_CASE("inspect shows a completed record; the payload only with --payload, by
     CHECK(contains(r.out, "state:          completed\n"));
     CHECK(contains(r.out, "retained until: "));
     CHECK(contains(r.out, "retention left: 23h 59m\n"));
-    CHECK(contains(r.out, "payload:        31 bytes\n"));
+    CHECK(contains(r.out, "payload:        29 bytes\n"));
     CHECK(!contains(r.out, "receipt"));
 
     // Uppercase hex is the same digest; the payload goes to stdout alone.
@@ -174,7 +175,7 @@ TEST_CASE("inspect shows a completed record; the payload only with --payload, by
     const auto p = w.idem({"inspect", "--db", w.db, "--key-hash", upper, "--payload"});
     CHECK(p.exit_code == 0);
     CHECK(p.out == payload);
-    CHECK(contains(p.err, "payload:        31 bytes\n"));
+    CHECK(contains(p.err, "payload:        29 bytes\n"));
 
     // The same record named by its namespace, scope and key.
     const auto by_flags =
@@ -199,6 +200,30 @@ TEST_CASE("inspect shows an expired record as expired, with how long ago") {
     CHECK(r.exit_code == 0);
     CHECK(contains(r.out, "state:          expired (was in flight)\n"));
     CHECK(contains(r.out, "expired:        1h 59m ago\n"));
+}
+
+TEST_CASE("inspect shows times beyond 2262 and before 1677 as such, never as an overflowed date") {
+    workspace w;
+    w.migrate();
+    seed(w.db, "far", 2, record_kind::in_flight, sys::now(), 10min);
+    {
+        soci::session s;
+        idem::open_sqlite_session(s, w.db);
+        s << "UPDATE idem_records SET expires_at = 11000000000000 WHERE key = 'far-0'";  // 2318
+        s << "UPDATE idem_records SET expires_at = -9223372036854775807 - 1, updated_at = -9223372036854775807 - 1"
+             " WHERE key = 'far-1'";
+    }
+    auto r = w.idem({"inspect", "--db", w.db, "--key-hash", digest_hex(key_of("far", 0))});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "state:          in flight\n"));
+    CHECK(contains(r.out, "lease until:    after 2262-04-11T23:47:16.854Z\n"));
+    CHECK(contains(r.out, "lease left:     "));
+    r = w.idem({"inspect", "--db", w.db, "--key-hash", digest_hex(key_of("far", 1))});
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "state:          expired (was in flight)\n"));
+    CHECK(contains(r.out, "created:        before 1677-09-21T00:12:43.145Z\n"));
+    CHECK(contains(r.out, "expired:        "));
 }
 
 TEST_CASE("inspect: an unknown record exits 3 with a clear message") {

@@ -8,7 +8,10 @@
 # links no driver.
 #   install_check.sh BUILD_DIR COMPILER
 set -euo pipefail
-build=$1 cxx=$2
+build=$1 cxx=$2 sanitize=${3:-none}
+# A sanitized library needs its runtime in the consumer too, as a user of such a build would link it.
+flags=()
+[ "$sanitize" = none ] || flags=("-fsanitize=$sanitize" -fno-sanitize=vptr)
 dest=$(mktemp -d)
 trap 'rm -rf "$dest" "$dest.moved"' EXIT
 meson install -C "$build" --destdir "$dest" --no-rebuild >/dev/null
@@ -62,7 +65,7 @@ expect_replay() {
 
 # pkg-config.
 # shellcheck disable=SC2046
-"$cxx" -std=c++20 "$dest/consumer.cpp" $(pkg-config --cflags --libs idem-memory) -o "$dest/consumer"
+"$cxx" -std=c++20 "${flags[@]}" "$dest/consumer.cpp" $(pkg-config --cflags --libs idem-memory) -o "$dest/consumer"
 expect_replay "$dest/consumer"
 echo "pkg-config consumer: executed replayed"
 
@@ -70,7 +73,7 @@ echo "pkg-config consumer: executed replayed"
 # installed tree with pkg-config idem-database alone, then run on a SQLite file.
 if pkg-config --exists idem-database; then
   # shellcheck disable=SC2046
-  "$cxx" -std=c++20 "$(dirname "$0")/../../examples/transfer/main.cpp" $(pkg-config --cflags --libs idem-database) \
+  "$cxx" -std=c++20 "${flags[@]}" "$(dirname "$0")/../../examples/transfer/main.cpp" $(pkg-config --cflags --libs idem-database) \
     -o "$dest/transfer"
   out=$(env LD_LIBRARY_PATH="$libdir" "$dest/transfer" --db "sqlite:$dest/bank.db" | tail -1)
   [ "$out" = "each transfer moved money exactly once" ] || { echo "the database example printed: $out"; exit 1; }
@@ -84,7 +87,7 @@ mkdir -p "$dest/cmake" "$dest/usr/include"
 sed -n '/^```cmake/,/^```$/p' "$(dirname "$0")/../../README.md" | sed '1d;$d' >"$dest/cmake/CMakeLists.txt"
 grep -q pkg_check_modules "$dest/cmake/CMakeLists.txt" || { echo "README.md has no CMake example"; exit 1; }
 cp "$dest/consumer.cpp" "$dest/cmake/main.cpp"
-cmake -S "$dest/cmake" -B "$dest/cmake/build" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
+cmake -S "$dest/cmake" -B "$dest/cmake/build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_FLAGS="${flags[*]}" >/dev/null
 cmake --build "$dest/cmake/build" >/dev/null
 expect_replay "$dest/cmake/build/app"
 echo "CMake consumer (pkg_check_modules): executed replayed"
@@ -127,7 +130,7 @@ int main(int argc, char** argv) {
 }
 CPP
 # shellcheck disable=SC2046
-"$cxx" -std=c++20 "$dest/contract.cpp" $(pkg-config --cflags --libs idem-contract idem-memory) -o "$dest/contract"
+"$cxx" -std=c++20 "${flags[@]}" "$dest/contract.cpp" $(pkg-config --cflags --libs idem-contract idem-memory) -o "$dest/contract"
 report=$(LD_LIBRARY_PATH=$libdir "$dest/contract" --no-colors) || { echo "$report"; echo "the contract suite failed"; exit 1; }
 summary=$(grep -E "test cases: +[0-9]+ \| +[0-9]+ passed \| +0 failed" <<<"$report") ||
     { echo "$report"; echo "no passing summary"; exit 1; }

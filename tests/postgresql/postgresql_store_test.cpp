@@ -237,6 +237,22 @@ TEST_CASE("postgresql store: store_admin inspects, counts and purges expired row
     CHECK_THROWS_AS((void)f.store.count_expired(-1s), std::invalid_argument);
 }
 
+TEST_CASE("postgresql store: a lease or retention above 100 years is refused inside the transaction too") {
+    fixture f;
+    idem::test::over_long_durations_are_refused_in_the_transaction(f.under_test());
+}
+
+TEST_CASE("postgresql store: rows past 2262, 'infinity' and '-infinity' are read, inspected and purged") {
+    fixture f;
+    const std::map<std::string, std::string> times = {
+        {"future", "'2300-01-01 00:00:00+00'"}, {"infinity", "'infinity'"}, {"-infinity", "'-infinity'"}};
+    idem::test::times_beyond_time_point_are_clamped(f.under_test(), f.store, [&](const std::string& key,
+                                                                                   const std::string& which) {
+        f.session << "UPDATE idem_records SET expires_at = " + times.at(which) + ", created_at = " + times.at(which) +
+                         " WHERE key = '" + key + "'";
+    });
+}
+
 TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing schema is a schema error") {
     fixture f;
     CHECK(f.store.migrate().empty());

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <map>
 
 #include "bank.hpp"
 #include "idem/error.hpp"
@@ -194,7 +195,7 @@ TEST_CASE("sqlite store: corrupted rows give corrupt_record errors that name onl
     };
     // Each breaks one rule the schema's CHECKs keep (planted with them switched off).
     for (const std::string set : {"token = ''", "state = 7", "expires_at = 'soon'", "state = 1, payload = NULL",
-                                  "fingerprint = 'fp'"}) {
+                                  "fingerprint = 'fp'", "state = 1, payload = 'text, not a blob'"}) {
         CAPTURE(set);
         plant(set);
         try {
@@ -207,6 +208,10 @@ TEST_CASE("sqlite store: corrupted rows give corrupt_record errors that name onl
             CHECK(message.find("secret-order-key") == std::string::npos);
             CHECK(message.find("acme") == std::string::npos);
         }
+        if (set.starts_with("state") || set.starts_with("expires_at")) {  // what inspect reads too
+            CHECK_THROWS_AS((void)f.store.inspect(key.digest(), true), idem::store_error);
+            CHECK_THROWS_AS((void)f.store.inspect(key.digest(), false), idem::store_error);
+        }
     }
     // The schema itself refuses rows idem never writes.
     f.session << "DELETE FROM idem_records";
@@ -215,6 +220,23 @@ TEST_CASE("sqlite store: corrupted rows give corrupt_record errors that name onl
     CHECK_THROWS_AS(f.session << "UPDATE idem_records SET token = NULL", soci::soci_error);
     CHECK_THROWS_AS(f.session << "UPDATE idem_records SET state = 1", soci::soci_error);  // completed, no payload
     CHECK(f.store.complete(key, r.token, "fp", "", 1min));
+}
+
+TEST_CASE("sqlite store: a lease or retention above 100 years is refused inside the transaction too") {
+    fixture f;
+    idem::test::over_long_durations_are_refused_in_the_transaction(f.under_test());
+}
+
+TEST_CASE("sqlite store: rows past 2262 and at the ends of int64 are read, inspected and purged without overflow") {
+    fixture f;
+    const std::map<std::string, std::string> millis = {{"future", "11000000000000"},  // 2318
+                                                       {"infinity", "9223372036854775807"},
+                                                       {"-infinity", "(-9223372036854775807 - 1)"}};
+    idem::test::times_beyond_time_point_are_clamped(f.under_test(), f.store, [&](const std::string& key,
+                                                                                   const std::string& which) {
+        f.session << "UPDATE idem_records SET expires_at = " + millis.at(which) + ", updated_at = " + millis.at(which) +
+                         " WHERE key = '" + key + "'";
+    });
 }
 
 TEST_CASE("sqlite store: bad paths and options give typed errors, not crashes") {
@@ -238,6 +260,9 @@ TEST_CASE("sqlite store: bad paths and options give typed errors, not crashes") 
     CHECK_THROWS_AS(open((dir.path() / "quote\".db").string()), std::invalid_argument);
     CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(), .pool_size = 0}}), std::invalid_argument);
     CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(), .time = nullptr}}), std::invalid_argument);
+    CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(),
+                                         .connection = {.busy_timeout = std::chrono::milliseconds::max()}}}),
+                    std::invalid_argument);
     // A path with spaces is fine.
     idem::sqlite_store spaced{{.path = (dir.path() / "with some spaces.db").string(), .connection = fast}};
     CHECK(spaced.try_reserve(bank::transfer_key("x"), bank::fingerprint, 1min).status == reservation_status::reserved);

@@ -9,12 +9,15 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <stdexcept>
 #include <future>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "bank.hpp"
+#include "idem/store_admin.hpp"
 
 namespace idem::test {
 
@@ -142,6 +145,62 @@ inline void duplicate_waits_for_the_commit(const store_under_test& s) {
     MESSAGE("the duplicate waited " << waited.count() << " ms for the first commit");
     CHECK(bank::balance(s.session, "alice") == bank::opening_balance - 10);
     CHECK(s.ledger() == 1);
+}
+
+// The transactional calls refuse a lease or retention above 100 years before
+// writing anything; the longest accepted ones commit.
+inline void over_long_durations_are_refused_in_the_transaction(const store_under_test& s) {
+    using namespace std::chrono_literals;
+    const auto key = bank::transfer_key("t-forever");
+    s.runner.run([&](transaction& tx) {
+        CHECK_THROWS_AS((void)s.store.try_reserve(tx, key, bank::fingerprint, duration::max()), std::invalid_argument);
+        CHECK_THROWS_AS((void)s.store.try_reserve(tx, key, bank::fingerprint, max_duration + 1ns),
+                        std::invalid_argument);
+        auto r = s.store.try_reserve(tx, key, bank::fingerprint, max_duration);
+        REQUIRE(r.status == reservation_status::reserved);
+        CHECK_THROWS_AS((void)s.store.complete(tx, key, r.token, bank::fingerprint, "p", duration::max()),
+                        std::invalid_argument);
+        CHECK(s.store.try_reserve(tx, key, bank::fingerprint, 1s).status == reservation_status::in_flight);
+        CHECK(s.store.complete(tx, key, r.token, bank::fingerprint, "kept", max_duration));
+    });
+    CHECK(s.records() == 1);
+    CHECK(s.store.try_reserve(key, bank::fingerprint, 1s).payload == "kept");
+}
+
+// Rows whose times a time_point cannot hold, written by the dialect's own SQL
+// (`plant(key, which)`: "future" past 2262, "infinity", "-infinity"), are read,
+// inspected and purged without overflow: the far ones stay live, the one before
+// all time is expired.
+inline void times_beyond_time_point_are_clamped(const store_under_test& s, store_admin& admin,
+                                                const std::function<void(const std::string&, const std::string&)>& plant) {
+    using namespace std::chrono_literals;
+    const std::map<std::string, std::string> rows = {{"far-future", "future"}, {"far-infinity", "infinity"},
+                                                     {"far-past", "-infinity"}};
+    for (const auto& [key, which] : rows) {
+        REQUIRE(s.store.try_reserve(record_key("far", key), "fp", 1min).status == reservation_status::reserved);
+        plant(key, which);
+    }
+    for (const std::string key : {"far-future", "far-infinity"}) {
+        CAPTURE(key);
+        const record_key k("far", key);
+        CHECK(s.store.try_reserve(k, "fp", 1s).status == reservation_status::in_flight);
+        CHECK(s.store.try_reserve(k, "other", 1s).status == reservation_status::fingerprint_mismatch);
+        const auto state = admin.inspect(k.digest(), true);
+        REQUIRE(state);
+        CHECK(state->expires_at == time_point::max());
+        CHECK_FALSE(state->expired());
+    }
+    const auto past = admin.inspect(record_key("far", "far-past").digest(), false);
+    REQUIRE(past);
+    CHECK(past->expires_at == time_point::min());
+    CHECK(past->created_at == time_point::min());
+    CHECK(past->expired());
+    CHECK(admin.count_expired(0s) == 1);
+    CHECK(admin.count_expired(std::chrono::years(290)) == 1);
+    CHECK(admin.purge_batch(100, 0s) == 1);
+    CHECK(admin.purge_batch(100, 0s) == 0);
+    CHECK(s.records() == 2);
+    CHECK(s.store.try_reserve(record_key("far", "far-past"), "fp", 1s).status == reservation_status::reserved);
 }
 
 }  // namespace idem::test

@@ -24,6 +24,18 @@ TEST_CASE("memory store: expired entries are swept as the store is used, without
     CHECK(store.size() == 1000);
 }
 
+TEST_CASE("memory store: expiry saturates at the end of time instead of wrapping into the past") {
+    auto clock = std::make_shared<manual_clock>(time_point::max() - 1h);
+    memory_store store(clock);
+    const record_key key("ns", "k");
+    auto r = store.try_reserve(key, "fp", max_duration);
+    REQUIRE(r.status == reservation_status::reserved);
+    CHECK(store.try_reserve(key, "fp", 1s).status == reservation_status::in_flight);
+    REQUIRE(store.complete(key, r.token, "fp", "done", max_duration));
+    CHECK(store.purge_expired(10) == 0);
+    CHECK(store.try_reserve(key, "fp", 1s).payload == "done");
+}
+
 TEST_CASE("memory store: many threads on many keys keep every entry consistent") {
     memory_store store;
     constexpr int threads = 8;

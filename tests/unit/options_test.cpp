@@ -56,6 +56,35 @@ TEST_CASE("options: construction rejects invalid options naming every invalid fi
     CHECK(problems.size() == 6);
 }
 
+TEST_CASE("options: leases and retentions above 100 years are invalid, everywhere they are set") {
+    executor_options o;
+    o.max_lease = duration::max();
+    o.lease = duration::max();
+    o.retention = max_duration + 1ns;
+    o.failure_retention = duration::max();
+    o.profiles["forever"] = {.lease = duration::max(), .retention = std::chrono::years(101)};
+    const auto problems = problems_of([&] { executor exec(std::make_shared<memory_store>(), o); });
+    CHECK(mentions(problems, "lease must be at most 100 years"));
+    CHECK(mentions(problems, "retention must be at most 100 years"));
+    CHECK(mentions(problems, "failure_retention must be at most 100 years"));
+    CHECK(mentions(problems, "profiles.forever.lease must be at most 100 years"));
+    CHECK(mentions(problems, "profiles.forever.retention must be at most 100 years"));
+
+    executor_options longest;
+    longest.max_lease = max_duration;
+    longest.lease = max_duration;
+    longest.retention = max_duration;
+    CHECK(longest.problems().empty());
+    executor exec(std::make_shared<memory_store>(), longest);
+    const record_key key("ns", "k");
+    CHECK(mentions(problems_of([&] {
+                       (void)exec.execute(key, "fp", {.lease = duration::max()}, [] { return std::string(); },
+                                          string_codec{});
+                   }),
+                   "execution_options.lease must be at most 100 years"));
+    CHECK(exec.execute(key, "fp", {}, [] { return std::string("ran"); }, string_codec{}).value() == "ran");
+}
+
 TEST_CASE("options: a per-call setting is checked on each call") {
     executor exec(std::make_shared<memory_store>());
     const record_key key("ns", "k");

@@ -35,25 +35,4 @@ std::string explain(const store_error& failure, const database_url& url) {
     return what + "; check --db: the path or URL, and that it names a database you may read and write";
 }
 
-std::unique_ptr<store_admin> open_store(const database_url& url, open_mode mode) {
-    switch (url.kind) {
-        case database_url::backend::sqlite:
-#if IDEM_CLI_SQLITE
-            return open_sqlite(url.location, mode);
-#else
-            throw std::invalid_argument(
-                "idem: this build has no SQLite store (it was built without SOCI's sqlite3 backend)");
-#endif
-        case database_url::backend::postgresql:
-#if IDEM_CLI_POSTGRESQL
-            return open_postgresql(url.location, mode);
-#else
-            throw std::invalid_argument(
-                "idem: this build has no PostgreSQL store (it was built without libpq or SOCI's "
-                "postgresql backend)");
-#endif
-    }
-    throw std::invalid_argument("idem: unknown database kind");
-}
-
 }  // namespace idem::cli

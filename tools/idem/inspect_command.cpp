@@ -11,8 +11,10 @@
 
 #include "admin_commands.hpp"
 #include "database_arg.hpp"
+#include "digest_arg.hpp"
 #include "duration_arg.hpp"
 #include "idem/record_key.hpp"
+#include "internal/saturating_time.hpp"
 #include "record_key_flags.hpp"
 
 namespace idem::cli {
@@ -26,32 +28,6 @@ struct inspect_args {
     record_key_flags key;
     bool payload = false;
 };
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-digest parse_digest(std::string_view text) {
-    if (text.size() == 16)
-        throw std::invalid_argument(
-            "idem: a 16-character key hash (the form logs print) is only the start of the record's digest and "
-            "cannot find it; give the 64-character digest, or the record's --namespace, scope flag (--global, "
-            "--user, ...) and --key");
-    if (text.size() != 64)
-        throw std::invalid_argument(fmt::format(
-            "idem: --key-hash must be the record's 64-character hex digest, not {} characters", text.size()));
-    digest d{};
-    for (std::size_t i = 0; i < d.size(); ++i) {
-        const int high = hex_value(text[2 * i]);
-        const int low = hex_value(text[2 * i + 1]);
-        if (high < 0 || low < 0) throw std::invalid_argument("idem: --key-hash must be hexadecimal (0-9, a-f)");
-        d[i] = static_cast<std::byte>(high * 16 + low);
-    }
-    return d;
-}
 
 digest target(const inspect_args& args) {
     const bool by_hash = !args.key_hash.empty();
@@ -72,6 +48,9 @@ std::string hex(const digest& d) {
 }
 
 std::string utc(time_point t) {
+    // The store clamps times it cannot represent ('infinity', rows past 2262).
+    if (t == time_point::max()) return "after " + utc(t - std::chrono::nanoseconds(1));
+    if (t == time_point::min()) return "before " + utc(t + std::chrono::nanoseconds(1));
     const auto ms = std::chrono::floor<std::chrono::milliseconds>(t.time_since_epoch()).count();
     const std::time_t seconds = static_cast<std::time_t>(ms / 1000 - (ms % 1000 < 0 ? 1 : 0));
     std::tm parts{};
@@ -93,9 +72,9 @@ void print_record(std::ostream& out, const digest& d, const record_state& r) {
     line("created", utc(r.created_at));
     line(r.completed ? "retained until" : "lease until", utc(r.expires_at));
     if (r.expired())
-        line("expired", describe(r.now - r.expires_at) + " ago");
+        line("expired", describe(detail::saturating_difference(r.now, r.expires_at)) + " ago");
     else
-        line(r.completed ? "retention left" : "lease left", describe(r.expires_at - r.now));
+        line(r.completed ? "retention left" : "lease left", describe(detail::saturating_difference(r.expires_at, r.now)));
     line("payload", r.completed ? fmt::format("{} bytes", r.payload_bytes) : std::string("none (in flight)"));
 }
 
