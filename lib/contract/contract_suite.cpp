@@ -298,6 +298,7 @@ TEST_CASE("contract: the longest lease holds the key: a second reserve never als
     CHECK(f.store->try_reserve(f.key(), "fp", 1s).status == status::in_flight);
     CHECK(f.store->purge_expired(1000) == 0);
     CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::in_flight);
+}
 
 // Off a server clock the context moves time itself, so expiry can be checked to
 // the millisecond: expired means expires_at <= now, in every store.
