@@ -48,7 +48,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!one_line(line)) throw std::logic_error("a log record is not exactly one line");
     const std::size_t msg = line.find(" msg=\"");
     std::size_t end = 0;
-    if (msg == std::string::npos || unquote(line, msg + 6, end) != message || end != line.size() - 1)
+    // The operation's fields follow the message: the entry point first.
+    if (msg == std::string::npos || unquote(line, msg + 6, end) != message ||
+        line.compare(end, 13, " entry_point=") != 0)
         throw std::logic_error("the msg value does not unescape to the message");
 
     idem::metrics_sink metrics;
