@@ -2,7 +2,8 @@
 // deduplicated, signed provider webhooks, on SQLite or PostgreSQL.
 //
 //   idem-payments [--db URL] [--host ADDR] [--port N] [--threads N] [--mode off|observe|enforce]
-//                 [--webhook-secret SECRET] [--processing-delay MS]
+//                 [--webhook-secret SECRET] [--processing-delay MS] [--transaction-pooler]
+//                 [--lease SECONDS]
 //
 // GET /metrics serves the idempotency decisions in the Prometheus text format.
 #include <CLI/CLI.hpp>
@@ -31,6 +32,8 @@ struct flags {
     std::string db = "sqlite:payments.db";
     std::string host = "127.0.0.1";
     int port = 8080;
+    bool transaction_pooler = false;
+    int lease_seconds = 60;
     int threads = 8;
     std::string mode = "enforce";
     std::string webhook_secret = "whsec-demo";
@@ -96,6 +99,12 @@ int main(int argc, char** argv) {
                    "Milliseconds of simulated fraud check per transfer (shows 409 for concurrent retries)")
         ->check(CLI::Range(0, 60000))
         ->capture_default_str();
+    app.add_option("--lease", f.lease_seconds,
+                   "Seconds a request holds its key when the process dies before answering")
+        ->check(CLI::Range(1, 900))
+        ->capture_default_str();
+    app.add_flag("--transaction-pooler", f.transaction_pooler,
+                 "PostgreSQL reached through a pooler in transaction mode (PgBouncer pool_mode=transaction)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -110,13 +119,17 @@ int main(int argc, char** argv) {
         auto telemetry =
             std::make_shared<idem::fanout_sink>(std::vector<std::shared_ptr<idem::telemetry_sink>>{metrics, logs});
         idem::database db = idem::database::open(
-            f.db, {.pool_size = static_cast<std::size_t>(f.threads), .executor = {.mode = mode}, .telemetry = telemetry});
+            f.db, {.pool_size = static_cast<std::size_t>(f.threads),
+                   .executor = {.mode = mode},
+                   .telemetry = telemetry,
+                   .transaction_pooler = f.transaction_pooler});
         db.migrate();
         payments::create_schema(db);
         payments::service svc(db,
                               {.webhook_secret = f.webhook_secret,
                                .processing_delay = std::chrono::milliseconds(f.processing_delay_ms),
-                               .mode = mode},
+                               .mode = mode,
+                               .lease = std::chrono::seconds(f.lease_seconds)},
                               telemetry);
         httplib::Server server;
         const auto threads = static_cast<std::size_t>(f.threads);

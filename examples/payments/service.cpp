@@ -73,7 +73,10 @@ service::service(idem::database& db, service_options options, std::shared_ptr<id
     : db_(db),
       options_(std::move(options)),
       telemetry_(telemetry),
-      layer_(db.shared_store(), {.require_key = true, .resolver = idem::scopes::client(), .mode = options_.mode},
+      layer_(db.shared_store(), {.require_key = true,
+              .resolver = idem::scopes::client(),
+              .mode = options_.mode,
+              .lease = options_.lease},
              telemetry) {}
 
 void service::mount(httplib::Server& server) {

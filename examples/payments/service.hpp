@@ -20,6 +20,8 @@ struct service_options {
     // Simulates a slow fraud check before each transfer, to make concurrent retries visible (409).
     std::chrono::milliseconds processing_delay{0};
     idem::mode mode = idem::mode::enforce;
+    // How long a transfer holds its key when the process dies before settling it.
+    std::chrono::seconds lease{60};
 };
 
 class service {
