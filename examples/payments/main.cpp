@@ -2,8 +2,8 @@
 // deduplicated, signed provider webhooks, on SQLite or PostgreSQL.
 //
 //   idem-payments [--db URL] [--host ADDR] [--port N] [--threads N] [--backlog N]
-//                 [--mode off|observe|enforce | --options FILE] [--webhook-secret SECRET]
-//                 [--processing-delay MS]
+//                 [--mode off|observe|enforce | --options FILE] [--lease SECONDS]
+//                 [--webhook-secret SECRET] [--processing-delay MS] [--transaction-pooler]
 //
 // GET /metrics serves the idempotency decisions in the Prometheus text format.
 // With --options, SIGHUP reads the file again: the mode (and every other option)
@@ -37,6 +37,8 @@ struct flags {
     std::string db = "sqlite:payments.db";
     std::string host = "127.0.0.1";
     int port = 8080;
+    bool transaction_pooler = false;
+    int lease_seconds = 60;
     int threads = 8;
     int backlog = 1024;
     std::string mode = "enforce";
@@ -103,6 +105,13 @@ int main(int argc, char** argv) {
                    "Milliseconds of simulated fraud check per transfer (shows 409 for concurrent retries)")
         ->check(CLI::Range(0, 60000))
         ->capture_default_str();
+    app.add_option("--lease", f.lease_seconds,
+                   "Seconds a request holds its key when the process dies before answering")
+        ->check(CLI::Range(1, 900))
+        ->excludes("--options")
+        ->capture_default_str();
+    app.add_flag("--transaction-pooler", f.transaction_pooler,
+                 "PostgreSQL reached through a pooler in transaction mode (PgBouncer pool_mode=transaction)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -119,7 +128,9 @@ int main(int argc, char** argv) {
         std::shared_ptr<idem::options_source> source;
         if (f.options_file.empty()) {
             source = std::make_shared<idem::options_source>(
-                idem::executor_options{.mode = idem::parse_mode(f.mode), .http = {.require_key = true}});
+                idem::executor_options{.mode = idem::parse_mode(f.mode),
+                                       .lease = std::chrono::seconds(f.lease_seconds),
+                                       .http = {.require_key = true}});
         } else {
             source = idem::options_source::from_json(f.options_file);
             reload_on_sighup(source);
@@ -129,7 +140,10 @@ int main(int argc, char** argv) {
         auto telemetry =
             std::make_shared<idem::fanout_sink>(std::vector<std::shared_ptr<idem::telemetry_sink>>{metrics, logs});
         idem::database db = idem::database::open(
-            f.db, {.pool_size = static_cast<std::size_t>(f.threads), .options = source, .telemetry = telemetry});
+            f.db, {.pool_size = static_cast<std::size_t>(f.threads),
+                   .options = source,
+                   .telemetry = telemetry,
+                   .transaction_pooler = f.transaction_pooler});
         db.migrate();
         payments::create_schema(db);
         payments::service svc(

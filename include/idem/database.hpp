@@ -61,6 +61,9 @@ struct database_options {
     std::shared_ptr<telemetry_sink> telemetry = nullptr;
     // SQLite: busy timeout and synchronous mode of every connection (store's and pool's).
     sqlite_connection_options sqlite = {};
+    // PostgreSQL behind a pooler in transaction mode (PgBouncer pool_mode=transaction):
+    // see postgresql_store_options::transaction_pooler.
+    bool transaction_pooler = false;
 };
 
 // The transaction a unit of work runs in: SOCI's session for the SQL, savepoints.

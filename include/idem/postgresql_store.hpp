@@ -50,6 +50,12 @@ struct IDEM_API postgresql_store_options {
     // (Observe then runs the operation without a record).
     std::chrono::milliseconds lock_timeout = std::chrono::seconds(5);
     std::chrono::milliseconds statement_timeout{0};
+    // Behind a pooler in transaction mode (PgBouncer pool_mode=transaction), where
+    // each transaction may run on another server connection: statements go
+    // unnamed (parsed each time, none outlives its transaction) and the store's
+    // connections set no session parameter, so lock_timeout and statement_timeout
+    // above are not applied: set them on the role (ALTER ROLE app SET lock_timeout = '5s').
+    bool transaction_pooler = false;
 };
 
 // Opens `session` on `connection` (the format above): std::invalid_argument

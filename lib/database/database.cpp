@@ -42,7 +42,9 @@ opened open_store(const database_url& url, const database_options& options) {
         case database_url::backend::postgresql: {
 #ifdef IDEM_DATABASE_POSTGRESQL
             auto store = std::make_shared<postgresql_store>(
-                postgresql_store_options{.connection = url.location, .migrate_on_open = false});
+                postgresql_store_options{.connection = url.location,
+                                         .migrate_on_open = false,
+                                         .transaction_pooler = options.transaction_pooler});
             store_admin* admin = store.get();
             return {std::move(store), admin,
                     [connection = url.location](soci::session& s) { open_postgresql_session(s, connection); }};

@@ -265,6 +265,13 @@ void pipeline::execute(const std::string& name, const statement_text& text, cons
         fail_to_send(text.what);
 }
 
+void pipeline::execute(const statement_text& text, const parameters& values) {
+    add(text.what);
+    if (PQsendQueryParams(conn_, text.sql, values.count(), text.parameter_types.data(), values.values(),
+                          values.lengths(), values.formats(), 1) != 1)
+        fail_to_send(text.what);
+}
+
 void pipeline::fail_to_send(std::string_view what) {
     store_error failure = error(conn_, nullptr, what);
     leave();

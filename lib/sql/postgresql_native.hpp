@@ -89,7 +89,8 @@ result execute(PGconn* conn, const char* sql, std::string_view what);
 [[nodiscard]] store_error rolled_back_error();
 
 // A statement with binary parameters and binary results. Each connection
-// prepares it once, under a name of its own (statement_names).
+// prepares it once, under a name of its own (statement_names), or, behind a
+// transaction pooler, sends it unnamed each time.
 struct statement_text {
     const char* sql;
     std::span<const Oid> parameter_types;
@@ -148,6 +149,8 @@ public:
     void prepare(const std::string& name, const statement_text& text, bool* prepared);
     // Runs the prepared statement `name`.
     void execute(const std::string& name, const statement_text& text, const parameters& values);
+    // Parses and runs `text` as the unnamed statement: nothing of it outlives the pipeline.
+    void execute(const statement_text& text, const parameters& values);
 
     void run();
     // The result of the last queued statement (after run()).
@@ -170,7 +173,9 @@ private:
     bool active_ = false;
 };
 
-// A statement prepared on one connection, with the name it has there.
+// A statement prepared on one connection, with the name it has there; an empty
+// name sends it unnamed each time (a transaction pooler hands each transaction
+// any server connection, where a named statement may be missing or taken).
 struct prepared_statement {
     const statement_text* text;
     std::string name;
@@ -178,6 +183,7 @@ struct prepared_statement {
 
     // Queues it on `p`, preparing it first when this connection has not yet.
     void queue(pipeline& p, const parameters& values) {
+        if (name.empty()) return p.execute(*text, values);
         if (!prepared) p.prepare(name, *text, &prepared);
         p.execute(name, *text, values);
     }

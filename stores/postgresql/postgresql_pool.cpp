@@ -5,7 +5,10 @@ namespace {
 
 // The store's statements run in their own short transactions, so they can
 // insist on READ COMMITTED whatever the database's default; text comes back as UTF-8.
+// Behind a transaction pooler a SET would stay on whichever server connection
+// ran it: only client_encoding, which the pooler tracks per client, is set.
 std::string session_settings(const postgresql_store_options& options) {
+    if (options.transaction_pooler) return "SET client_encoding = 'UTF8'";
     std::string sql = "SET default_transaction_isolation = 'read committed'; SET client_encoding = 'UTF8';"
                       " SET client_min_messages = warning";
     if (options.lock_timeout.count() > 0) sql += "; SET lock_timeout = " + std::to_string(options.lock_timeout.count());
@@ -25,7 +28,7 @@ pooled_connection::pooled_connection(const postgresql_store_options& options) {
     PGconn* conn = native_handle(session);
     silence_notices(conn);
     (void)execute(conn, session_settings(options).c_str(), "configuring a connection");
-    statements = std::make_shared<record_statements>(conn);
+    statements = std::make_shared<record_statements>(conn, !options.transaction_pooler);
 }
 
 std::unique_ptr<connection_pool> make_pool(const postgresql_store_options& options) {

@@ -262,19 +262,23 @@ std::optional<record_state> inspected(const result& row, bool with_payload) {
     return s;
 }
 
-record_statements::record_statements(PGconn* conn)
+record_statements::record_statements(PGconn* conn, bool named)
     : conn_(conn),
       backend_pid_(PQbackendPID(conn)),
-      prefix_(statement_names()),
-      reserve_{&reserve_text, prefix_ + "reserve"},
-      reserve_in_{&reserve_in_text, prefix_ + "reserve_in"},
-      lookup_{&lookup_text, prefix_ + "lookup"},
-      complete_{&complete_text, prefix_ + "complete"},
-      complete_at_commit_{&complete_at_commit_text, prefix_ + "complete_at_commit"},
-      release_{&release_text, prefix_ + "release"},
-      inspect_{&inspect_text, prefix_ + "inspect"},
-      count_expired_{&count_expired_text, prefix_ + "count_expired"},
-      purge_{&purge_text, prefix_ + "purge"} {}
+      prefix_(named ? statement_names() : std::string()),
+      reserve_{&reserve_text, name("reserve")},
+      reserve_in_{&reserve_in_text, name("reserve_in")},
+      lookup_{&lookup_text, name("lookup")},
+      complete_{&complete_text, name("complete")},
+      complete_at_commit_{&complete_at_commit_text, name("complete_at_commit")},
+      release_{&release_text, name("release")},
+      inspect_{&inspect_text, name("inspect")},
+      count_expired_{&count_expired_text, name("count_expired")},
+      purge_{&purge_text, name("purge")} {}
+
+std::string record_statements::name(std::string_view operation) const {
+    return prefix_.empty() ? std::string() : prefix_ + std::string(operation);
+}
 
 bool record_statements::serves(const PGconn* conn) const noexcept {
     return conn == conn_ && PQbackendPID(conn) == backend_pid_;

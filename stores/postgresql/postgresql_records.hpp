@@ -19,7 +19,9 @@ namespace idem::detail::pg {
 
 class record_statements : public std::enable_shared_from_this<record_statements> {
 public:
-    explicit record_statements(PGconn* conn);
+    // `named`: prepared once per connection; otherwise sent unnamed each time,
+    // so no statement outlives a transaction (behind a transaction pooler).
+    record_statements(PGconn* conn, bool named);
 
     // Still the connection these were prepared on (a session may reconnect).
     [[nodiscard]] bool serves(const PGconn* conn) const noexcept;
@@ -61,6 +63,8 @@ private:
     // expired by now. store_error(unsupported) outside READ COMMITTED.
     [[nodiscard]] std::optional<reservation> locked_entry(const record_key& key, std::string_view fingerprint);
     [[nodiscard]] static store_error changing(const record_key& key);
+    // The statement's name on this connection; empty when statements go unnamed.
+    [[nodiscard]] std::string name(std::string_view operation) const;
 
     PGconn* conn_;
     int backend_pid_;

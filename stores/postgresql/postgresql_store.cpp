@@ -53,7 +53,7 @@ struct IDEM_LOCAL postgresql_store::impl {
         auto* cached = static_cast<pg::record_statements*>(slot.get());
         if (cached != nullptr && cached->serves(conn)) return *cached;
         require_same_database(conn);
-        auto fresh = std::make_shared<pg::record_statements>(conn);
+        auto fresh = std::make_shared<pg::record_statements>(conn, !options.transaction_pooler);
         cached = fresh.get();
         slot = std::move(fresh);
         return *cached;
