@@ -368,3 +368,54 @@ TEST_CASE("payments (PostgreSQL): service resumes within 5 s of a server restart
 }
 
 #endif
+
+TEST_CASE("payments: SIGHUP reloads the options file: the next request runs in the new mode, no restart") {
+    const std::string options = (std::filesystem::temp_directory_path() / unique("idem-options-")).string() + ".json";
+    auto write_mode = [&](const char* mode) {
+        std::ofstream(options) << R"({"mode": ")" << mode << R"(", "http": {"require_key": true}})";
+    };
+    write_mode("enforce");
+    payments_service svc({.extra = {"--options", options}});
+    const std::string from = unique("from-"), to = unique("to-");
+    svc.open(from, 1000);
+    svc.open(to, 0);
+    const std::string body = svc.transfer_body(from, to, 10), key = unique("hup-");
+    CHECK(svc.post("/transfers", body, {{"Idempotency-Key", key}})->status == 201);
+    auto replay = svc.post("/transfers", body, {{"Idempotency-Key", key}});
+    CHECK(replay->get_header_value("Idempotent-Replayed") == "true");
+    CHECK(svc.balance(to) == 10);
+
+    // Off: idem steps aside, so the same key runs again (what a rollout's first step looks like).
+    write_mode("off");
+    svc.process->signal(SIGHUP);
+    std::this_thread::sleep_for(20ms);  // the reload happens on the service's own thread
+    auto again = svc.post("/transfers", body, {{"Idempotency-Key", key}});
+    for (int i = 0; i < 50 && again && again->get_header_value("Idempotent-Replayed") == "true"; ++i) {
+        std::this_thread::sleep_for(20ms);
+        again = svc.post("/transfers", body, {{"Idempotency-Key", key}});
+    }
+    REQUIRE(again);
+    CHECK(again->status == 201);
+    CHECK(again->get_header_value("Idempotent-Replayed") != "true");
+    CHECK(svc.balance(to) == 20);
+
+    // An invalid file is refused: the options in force (off) stay, and the service keeps serving.
+    std::ofstream(options) << R"({"mode": "sometimes"})";
+    svc.process->signal(SIGHUP);
+    std::this_thread::sleep_for(200ms);
+    CHECK(svc.post("/transfers", body, {{"Idempotency-Key", key}})->status == 201);
+    CHECK(svc.balance(to) == 30);
+
+    write_mode("enforce");
+    svc.process->signal(SIGHUP);
+    std::this_thread::sleep_for(20ms);
+    auto enforced = svc.post("/transfers", body, {{"Idempotency-Key", key}});
+    for (int i = 0; i < 50 && enforced && enforced->get_header_value("Idempotent-Replayed") != "true"; ++i) {
+        std::this_thread::sleep_for(20ms);
+        enforced = svc.post("/transfers", body, {{"Idempotency-Key", key}});
+    }
+    REQUIRE(enforced);
+    CHECK(enforced->get_header_value("Idempotent-Replayed") == "true");  // the record kept from before
+    CHECK(svc.balance(to) == 30);
+    std::filesystem::remove(options);
+}
