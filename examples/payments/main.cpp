@@ -154,6 +154,14 @@ int main(int argc, char** argv) {
         // Exceptions answered as problem+json (the text to the log only); NUL in headers refused.
         idem::http::protect(server, telemetry);
         svc.mount(server);
+        // What no handler answered (an unknown route, a method it does not take) is problem+json too.
+        server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+            if (!res.body.empty()) return;
+            const std::string status = std::to_string(res.status);
+            const char* title = res.status == 404 ? "no such resource" : "the request was not handled";
+            res.set_content(std::string("{\"type\":\"about:blank\",\"title\":\"") + title + "\",\"status\":" + status + "}",
+                            "application/problem+json");
+        });
         server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
             res.set_content(metrics->render_prometheus(), "text/plain; version=0.0.4");
         });
