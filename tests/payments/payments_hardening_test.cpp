@@ -31,7 +31,7 @@ using idem::test::payments_service;
 namespace {
 
 std::string unique(const std::string& prefix) {
-    static std::mt19937_64 random{std::random_device{}()};
+    thread_local std::mt19937_64 random{std::random_device{}()};  // one per client thread
     return prefix + std::to_string(random() % 1000000000);
 }
 
