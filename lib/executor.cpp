@@ -45,7 +45,7 @@ class attempt {
 public:
     attempt(record_store& store, transaction* tx, telemetry_sink& telemetry, const record_key& key,
             std::string_view fingerprint, const resolved_options& settings, const execution_options& call,
-            detail::erased_operation operation, std::stop_token stop)
+            detail::erased_operation operation, std::stop_token stop, detail::owned_run* owned)
         : store_(store),
           joined_(tx != nullptr ? joinable(store) : nullptr),
           tx_(joined_ != nullptr ? tx : nullptr),
@@ -55,17 +55,25 @@ public:
           settings_(settings),
           about_{call.entry, key.name_space(), settings.profile, call.method, call.route},
           operation_(operation),
-          stop_(std::move(stop)) {}
+          stop_(std::move(stop)),
+          // Only where nothing outside the transaction can tell that the work ran:
+          // its opener rolls it back if the record cannot be inserted at the end.
+          owned_(tx_ != nullptr && owned != nullptr && owned->owns && !call.reserve_first ? owned : nullptr) {}
 
     detail::verdict enforce() {
+        if (owned_ != nullptr) {
+            const record_lookup found = joined_->look_up(*tx_, key_, fingerprint_);
+            if (found.what == record_lookup::found::answer) return answered(found.answer);
+            if (owned_->answer_only) {
+                owned_->unanswered = true;
+                return {execution_status::in_flight, execution_status::in_flight, mode::enforce};
+            }
+            if (found.what == record_lookup::found::nothing) return run_then_insert();
+            // In flight, or expired: reserving waits for, takes over or reports it.
+        }
         const reservation r = tx_ != nullptr ? joined_->try_reserve(*tx_, key_, fingerprint_, settings_.lease)
                                              : store_.try_reserve(key_, fingerprint_, settings_.lease);
-        const execution_status status = status_of(r.status);
-        if (r.status != reservation_status::reserved) {
-            if (r.status == reservation_status::completed) replay(r.payload);
-            count(outcome_of(status));
-            return {status, status, mode::enforce};
-        }
+        if (r.status != reservation_status::reserved) return answered(r);
         const detail::produced result = run_reserved(r.token, tx_ != nullptr);
         settle(r.token, result, tx_ != nullptr);
         count(result.kind == classification::release ? outcome::released : outcome::executed);
@@ -101,6 +109,47 @@ public:
     }
 
 private:
+    detail::verdict answered(const reservation& r) {
+        const execution_status status = status_of(r.status);
+        if (r.status == reservation_status::completed) replay(r.payload);
+        count(outcome_of(status));
+        return {status, status, mode::enforce};
+    }
+
+    // The one-statement form: nothing was reserved, so a concurrent duplicate may
+    // run too; the record inserted last, with COMMIT, lets only one of them commit.
+    detail::verdict run_then_insert() {
+        if (stop_.stop_requested()) {
+            count(outcome::released);
+            throw operation_cancelled();
+        }
+        detail::produced result{{}, classification::release};
+        owned_->unreserved = true;
+        try {
+            result = operation_.run(stop_);
+        } catch (...) {
+            if (known_rollback(std::current_exception()))
+                log(log_level::info, "idem.operation.rolled_back",
+                    "the operation failed and its transaction rolled back; no record was written");
+            else
+                log(log_level::warning, "idem.operation.failed",
+                    "the operation threw; its transaction rolls back and no record is written");
+            throw;
+        }
+        if (result.kind == classification::keep_in_flight) {
+            log(log_level::info, "idem.result.kept_in_flight", "the result keeps the key in flight until its lease ends");
+            joined_->insert(*tx_, key_, fingerprint_, std::nullopt, settings_.lease);
+        } else if (result.kind != classification::release) {
+            joined_->insert(*tx_, key_, fingerprint_, result.payload, retention_for(result.kind));
+        }
+        owned_->inserted = result.kind != classification::release;
+        owned_->pending = result.kind == classification::release ? outcome::released : outcome::executed;
+        owned_->entry = about_.entry;
+        owned_->mode = settings_.mode;
+        owned_->profile = settings_.profile;
+        return {execution_status::executed, execution_status::executed, mode::enforce};
+    }
+
     static bool stores_result(classification kind) {
         return kind == classification::store || kind == classification::store_as_failure;
     }
@@ -247,6 +296,7 @@ private:
     operation_info about_;  // what log events name the call by
     detail::erased_operation operation_;
     std::stop_token stop_;
+    detail::owned_run* owned_;  // set when the one-statement form may run
 };
 
 std::set<std::string, std::less<>> names_of(const executor::store_map& stores) {
@@ -279,7 +329,7 @@ mode executor::resolve_mode(const execution_options& options) const { return opt
 
 detail::verdict executor::run_erased(transaction* tx, const record_key& key, std::string_view fingerprint,
                                      const execution_options& options, detail::erased_operation operation,
-                                     std::stop_token stop) {
+                                     std::stop_token stop, detail::owned_run* owned) {
     const resolved_options settings = options_->resolve(options);
     if (settings.mode == mode::off) {
         (void)operation.run(std::move(stop));
@@ -287,8 +337,14 @@ detail::verdict executor::run_erased(transaction* tx, const record_key& key, std
     }
     detail::check_fingerprint(fingerprint);
     record_store& store = *stores_.find(settings.store)->second;  // resolve() checked the name
-    attempt a(store, tx, *telemetry_, key, fingerprint, settings, options, operation, std::move(stop));
+    attempt a(store, tx, *telemetry_, key, fingerprint, settings, options, operation, std::move(stop), owned);
     return settings.mode == mode::enforce ? a.enforce() : a.observe();
+}
+
+void executor::settle(detail::owned_run& owned) const noexcept {
+    if (!owned.pending) return;
+    telemetry_->on_decision({owned.entry, *owned.pending, owned.mode, owned.profile});
+    owned.pending.reset();
 }
 
 }  // namespace idem

@@ -52,4 +52,28 @@ bool transactional_record_store::release(transaction& tx, const record_key& key,
     return do_release_in(tx, key, token);
 }
 
+record_lookup transactional_record_store::look_up(transaction& tx, const record_key& key,
+                                                 std::string_view fingerprint) {
+    detail::check_fingerprint(fingerprint);
+    require_active(tx);
+    return do_look_up_in(tx, key, fingerprint);
+}
+
+void transactional_record_store::insert(transaction& tx, const record_key& key, std::string_view fingerprint,
+                                        std::optional<std::string_view> payload, duration span) {
+    detail::check_fingerprint(fingerprint);
+    detail::check_duration(span, payload ? "retention" : "lease");
+    require_active(tx);
+    do_insert_in(tx, key, fingerprint, payload, span);
+}
+
+record_lookup transactional_record_store::do_look_up_in(transaction&, const record_key&, std::string_view) {
+    return {record_lookup::found::reserve, {}};
+}
+
+void transactional_record_store::do_insert_in(transaction&, const record_key&, std::string_view,
+                                              std::optional<std::string_view>, duration) {
+    throw std::logic_error("idem: this store has no one-statement record form; look_up() answers reserve");
+}
+
 }  // namespace idem

@@ -284,21 +284,21 @@ template <class T, class Work, class MakeCodec>
 execution<T> database::once_with(const record_key& key, std::string_view fingerprint, Work& work,
                                  const execution_options& options, MakeCodec&& make_codec) {
     return run_returning<execution<T>>([&](transaction_runner& runner, detail::unit_run& run) {
-        return detail::runner_access::run_fast(
-            runner,
-            [&](transaction& tx) {
+        return detail::run_owned<T>(
+            executor(), runner,
+            [&](transaction& tx, detail::owned_run& owned) {
+                run.committing = false;
                 decltype(auto) codec = make_codec(tx);
-                execution<T> e = executor().execute(
-                    tx, key, fingerprint, options,
-                    [&]() -> T {
-                        unit_of_work uow(tx);
-                        return work(uow);
-                    },
-                    codec);
+                auto bound = [&]() -> T {
+                    unit_of_work uow(tx);
+                    return work(uow);
+                };
+                execution<T> e = detail::executor_access::execute(executor(), tx, owned, key, fingerprint, options,
+                                                                  bound, codec);
                 run.committing = true;
                 return e;
             },
-            [](const execution<T>&) { return true; });
+            detail::commit_always{});
     });
 }
 

@@ -2,9 +2,11 @@
 // opened by the executor itself.
 //
 // The same as runner.run(...) around executor.execute(tx, ...), with the same
-// results, but the executor opens the transaction, so on PostgreSQL it costs no
-// round trip beyond the business statements: BEGIN travels in one pipeline with
-// the reserve, and the completed record in one pipeline with COMMIT.
+// results, but the executor opens the transaction, and can roll it back and run
+// it again, so in Enforce it writes the record in one statement: it looks the
+// key up (on PostgreSQL in one pipeline with BEGIN), runs the operation, then
+// inserts the completed record (on PostgreSQL in one pipeline with COMMIT). It
+// costs no round trip beyond the business statements, and a replay is a read.
 //
 //   auto e = idem::execute_in_transaction(exec, runner, key, fingerprint, {},
 //       [&](idem::transaction& tx) {
@@ -16,16 +18,23 @@
 //   if (e.status() == idem::execution_status::replayed) ...  // ran before; the money moved once
 //
 // The transaction commits when the operation returns (and should_commit(e),
-// when given, agrees) and rolls back when it throws. Nothing can run in it
-// before the reserve: BEGIN is sent with the store's first statement, or before
-// anything else the transaction is used for. The completing statement is the
-// last one: it fails (and the transaction rolls back with a store_error) if it
-// cannot complete the record this transaction reserved and holds locked.
-// Called inside a transaction the runner already has open, the work joins it
-// behind a savepoint, as run() does, without the fast path. On SQLite, and with
-// stores that cannot join transactions, it behaves exactly like the plain form.
+// when given, agrees) and rolls back when it throws. A concurrent duplicate of a
+// call in progress may run its operation too: its record insert then waits for
+// the first transaction and fails when that one commits, so its transaction
+// (business writes and all) rolls back, and it answers replayed (or key_reused)
+// from the winner's record; the same when its operation itself fails on what
+// the first one wrote. Its own result is discarded. So the operation must have
+// no effect outside the transaction (the rule for Enforce in a transaction
+// anyway); where it must not even start twice, set execution_options::reserve_first.
+// The key is reserved first (BEGIN sent with the reserve, the completion with
+// COMMIT) with reserve_first, when a record in flight or an expired one is in
+// the way, and called inside a transaction the runner already has open, where
+// the work joins it behind a savepoint, as run() does. On SQLite (BEGIN
+// IMMEDIATE: no concurrent duplicate gets past the lookup) and with stores that
+// cannot join transactions, it behaves like the plain form.
 #pragma once
 
+#include <exception>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -33,6 +42,7 @@
 #include "idem/export.hpp"
 #include "idem/executor.hpp"
 #include "idem/transaction_runner.hpp"
+#include "idem/transactional_record_store.hpp"
 
 namespace idem {
 
@@ -44,6 +54,62 @@ struct IDEM_API runner_access {
         return runner.run_in(std::forward<Work>(work), std::forward<ShouldCommit>(should_commit), true);
     }
 };
+
+struct IDEM_API executor_access {
+    template <class T, class Operation>
+    static execution<T> execute(executor& exec, transaction& tx, owned_run& owned, const record_key& key,
+                                std::string_view fingerprint, const execution_options& options, Operation& operation,
+                                const result_codec<T>& codec) {
+        return exec.run_typed(&tx, key, fingerprint, options, operation, codec, {}, &owned);
+    }
+    static void settle(executor& exec, owned_run& owned) noexcept { exec.settle(owned); }
+};
+
+// Runs call(tx, owned_run&) (an executor call) in a transaction of `runner`
+// opened for it, or behind a savepoint in the one the runner has open (where the
+// executor reserves first: it cannot roll back a transaction it did not open).
+// Work that ran without a reservation can fail because a concurrent duplicate
+// ran first: its record insert lost (the whole transaction rolls back, business
+// writes and all), or the work itself failed on what the duplicate wrote. A new
+// transaction then looks the key up, and the winner's record answers the call;
+// without one the failure stands (a lost insert runs the call again).
+template <class T, class Call, class ShouldCommit>
+execution<T> run_owned(executor& exec, transaction_runner& runner, Call&& call, ShouldCommit&& should_commit) {
+    const bool owns = !runner.in_transaction();
+    // Each lost race needs another transaction to have committed the key; a run
+    // after it replays, unless that record ended (released, purged) meanwhile.
+    constexpr int attempts = 8;
+    for (int attempt = 1;; ++attempt) {
+        owned_run owned{.owns = owns};
+        std::exception_ptr failure;
+        bool lost = false;
+        try {
+            execution<T> e = runner_access::run_fast(
+                runner, [&](transaction& tx) { return call(tx, owned); },
+                [&](const execution<T>& done) { return static_cast<bool>(should_commit(done)); });
+            executor_access::settle(exec, owned);
+            return e;
+        } catch (const store_error& e) {
+            lost = owned.inserted && lost_to_concurrent_record(e);
+            failure = std::current_exception();
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        if (!lost) executor_access::settle(exec, owned);
+        if (!owned.unreserved || runner.last_state() == transaction_state::in_doubt || attempt == attempts)
+            std::rethrow_exception(failure);
+        owned_run answering{.owns = true, .answer_only = true};
+        try {
+            execution<T> e = runner_access::run_fast(
+                runner, [&](transaction& tx) { return call(tx, answering); },
+                [](const execution<T>&) { return false; });  // a read: nothing to commit
+            if (!answering.unanswered) return e;
+        } catch (...) {
+            // The failure that led here is the one to report.
+        }
+        if (!lost) std::rethrow_exception(failure);
+    }
+}
 
 struct IDEM_API commit_always {
     template <class Execution>
@@ -63,13 +129,13 @@ execution<T> execute_in_transaction(executor& exec, transaction_runner& runner, 
                                     Operation&& operation, const result_codec<T>& codec,
                                     ShouldCommit&& should_commit = {}) {
     static_assert(std::is_invocable_v<Operation&, transaction&>, "the operation takes the transaction");
-    return detail::runner_access::run_fast(
-        runner,
-        [&](transaction& tx) {
-            return exec.execute(tx, key, fingerprint, options, [&]() -> decltype(auto) { return operation(tx); },
-                                codec);
+    return detail::run_owned<T>(
+        exec, runner,
+        [&](transaction& tx, detail::owned_run& owned) {
+            auto bound = [&]() -> decltype(auto) { return operation(tx); };
+            return detail::executor_access::execute(exec, tx, owned, key, fingerprint, options, bound, codec);
         },
-        [&](const execution<T>& e) { return static_cast<bool>(should_commit(e)); });
+        should_commit);
 }
 
 }  // namespace idem

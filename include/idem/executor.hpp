@@ -71,6 +71,26 @@ struct IDEM_API verdict {
     idem::mode mode;
 };
 
+// A call in a transaction opened for it alone (execute_in_transaction,
+// database::once): Enforce may look the key up, run the work and insert the
+// record at the end, because the opener can roll the transaction back and run it
+// again if a concurrent duplicate committed first. The decision of such a run is
+// counted once the transaction has ended (executor_access::settle): a run whose
+// insert lost the race is answered by the next one instead.
+struct IDEM_API owned_run {
+    bool owns = false;         // the opener set it: nothing else runs in this transaction
+    bool answer_only = false;  // the opener set it: only a record may answer; the work does not run
+    bool unreserved = false;   // the work started without a reservation
+    bool inserted = false;     // the record was inserted (it fails at COMMIT when it lost)
+    bool unanswered = false;   // answer_only found no record to answer with
+    std::optional<outcome> pending = {};
+    entry_point entry = entry_point::executor;
+    idem::mode mode = idem::mode::enforce;
+    std::string profile = {};
+};
+
+struct executor_access;
+
 template <class Operation>
 decltype(auto) invoke_operation(Operation& operation, std::stop_token stop) {
     if constexpr (std::is_invocable_v<Operation&, std::stop_token>)
@@ -120,10 +140,12 @@ public:
     [[nodiscard]] telemetry_sink& telemetry() const noexcept { return *telemetry_; }
 
 private:
+    friend struct detail::executor_access;
+
     template <class T, class Operation>
     execution<T> run_typed(transaction* tx, const record_key& key, std::string_view fingerprint,
                            const execution_options& options, Operation& operation, const result_codec<T>& codec,
-                           std::stop_token stop) {
+                           std::stop_token stop, detail::owned_run* owned = nullptr) {
         std::optional<T> value;
         auto run = [&](std::stop_token token) -> detail::produced {
             value.emplace(detail::invoke_operation(operation, std::move(token)));
@@ -132,13 +154,15 @@ private:
             return {codec.serialize(*value), kind};
         };
         auto replay = [&](std::string_view payload) { value.emplace(codec.deserialize(payload)); };
-        const detail::verdict v = run_erased(tx, key, fingerprint, options, {run, replay}, std::move(stop));
+        const detail::verdict v = run_erased(tx, key, fingerprint, options, {run, replay}, std::move(stop), owned);
         return execution<T>(v.status, v.enforce_decision, v.mode, std::move(value));
     }
 
     detail::verdict run_erased(transaction* tx, const record_key& key, std::string_view fingerprint,
                                const execution_options& options, detail::erased_operation operation,
-                               std::stop_token stop);
+                               std::stop_token stop, detail::owned_run* owned);
+    // Counts the decision an owned run left pending.
+    void settle(detail::owned_run& owned) const noexcept;
 
     store_map stores_;
     std::shared_ptr<options_source> options_;

@@ -108,6 +108,9 @@ protected:
     bool do_complete_in(transaction& tx, const record_key& key, std::string_view token, std::string_view fingerprint,
                         std::string_view payload, duration retention) override;
     bool do_release_in(transaction& tx, const record_key& key, std::string_view token) override;
+    record_lookup do_look_up_in(transaction& tx, const record_key& key, std::string_view fingerprint) override;
+    void do_insert_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+                      std::optional<std::string_view> payload, duration span) override;
 
 private:
     struct impl;

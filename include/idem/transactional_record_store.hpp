@@ -13,11 +13,33 @@
 //   });
 #pragma once
 
+#include <optional>
+#include <string_view>
+
+#include "idem/error.hpp"
 #include "idem/export.hpp"
 #include "idem/record_store.hpp"
 #include "idem/transaction.hpp"
 
 namespace idem {
+
+// What look_up found for a key.
+struct IDEM_API record_lookup {
+    enum class found {
+        nothing,  // no record: the work may run, and insert() writes its record
+        answer,   // a live record answers the call: `answer` is completed or fingerprint_mismatch
+        reserve,  // a record in flight, or an expired one to take over: reserve first
+    };
+    found what;
+    reservation answer;
+};
+
+// A record insert() could not write because a concurrent transaction committed
+// the same key first: a transient conflict (SQLSTATE 23505 on PostgreSQL). The
+// transaction is lost; a new one finds the winner's record.
+[[nodiscard]] inline bool lost_to_concurrent_record(const store_error& e) noexcept {
+    return e.failure() == store_failure::conflict && e.native_code() == "23505";
+}
 
 class IDEM_API transactional_record_store : public record_store {
 public:
@@ -32,6 +54,17 @@ public:
     [[nodiscard]] bool complete(transaction& tx, const record_key& key, std::string_view token,
                                 std::string_view fingerprint, std::string_view payload, duration retention);
     [[nodiscard]] bool release(transaction& tx, const record_key& key, std::string_view token);
+
+    // The one-statement form, for a transaction whose owner can roll it back and
+    // run it again (execute_in_transaction): look the key up, run the work, then
+    // insert the record. insert() must fail (and with it the transaction) when the
+    // key has a record by then; store_error(conflict) that lost_to_concurrent_record()
+    // recognises when a concurrent transaction committed it first. A store that
+    // cannot answers found::reserve, and the executor reserves first.
+    [[nodiscard]] record_lookup look_up(transaction& tx, const record_key& key, std::string_view fingerprint);
+    // `payload`: the completed result, kept for `span`; nullopt keeps the key in flight for `span`.
+    void insert(transaction& tx, const record_key& key, std::string_view fingerprint,
+                std::optional<std::string_view> payload, duration span);
 
     // The same records through the store's own connections, one transaction per call.
     [[nodiscard]] record_store& detached() noexcept { return *this; }
@@ -48,6 +81,9 @@ protected:
     virtual bool do_complete_in(transaction& tx, const record_key& key, std::string_view token,
                                 std::string_view fingerprint, std::string_view payload, duration retention) = 0;
     virtual bool do_release_in(transaction& tx, const record_key& key, std::string_view token) = 0;
+    virtual record_lookup do_look_up_in(transaction& tx, const record_key& key, std::string_view fingerprint);
+    virtual void do_insert_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+                              std::optional<std::string_view> payload, duration span);
 };
 
 }  // namespace idem

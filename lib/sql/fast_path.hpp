@@ -33,6 +33,10 @@ public:
     // (an error, not an empty result) when it cannot do its work, so that the
     // COMMIT behind it does not happen.
     virtual void queue(pg::pipeline& p) = 0;
+    // The pipeline it was queued on failed: throws the error to report instead
+    // (a record a concurrent transaction committed first), or returns to let the
+    // pipeline's failure stand.
+    virtual void failed(const pg::pipeline& p) { (void)p; }
 };
 
 class IDEM_API fast_path {

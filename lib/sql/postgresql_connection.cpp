@@ -35,7 +35,12 @@ public:
         pg::pipeline p(conn());
         last.queue(p);
         if (then_commit) p.query("COMMIT", "COMMIT");
-        p.run();
+        try {
+            p.run();
+        } catch (const store_error&) {
+            last.failed(p);
+            throw;
+        }
         if (then_commit && pg::commit_rolled_back(p.last())) throw pg::rolled_back_error();
     }
 

@@ -155,6 +155,10 @@ public:
     void run();
     // The result of the last queued statement (after run()).
     [[nodiscard]] const result& last() const noexcept { return items_[count_ - 1].outcome; }
+    // How many items are queued, and item n's result: after run(), even one that
+    // threw (a statement after a failed one has a result saying it did not run).
+    [[nodiscard]] std::size_t size() const noexcept { return count_; }
+    [[nodiscard]] const result& outcome(std::size_t n) const noexcept { return items_[n].outcome; }
 
 private:
     struct item {

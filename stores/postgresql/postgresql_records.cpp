@@ -74,6 +74,31 @@ FROM (SELECT) AS answer LEFT JOIN LATERAL (
     FROM idem_records WHERE key_hash = $1 FOR UPDATE) AS r ON true)",
                                      lookup_types, "reading a record"};
 
+// The one-statement form's lookup, pipelined with the held-back BEGIN: a plain
+// read (a completed record cannot change until it expires), with the isolation
+// level, so that the insert below is only ever sent at READ COMMITTED.
+constexpr statement_text look_up_text{R"(
+SELECT current_setting('transaction_isolation'), r.completed, r.fingerprint, r.payload, r.live
+FROM (SELECT) AS answer LEFT JOIN (
+    SELECT completed, fingerprint, payload, expires_at > clock_timestamp() AS live
+    FROM idem_records WHERE key_hash = $1) AS r ON true)",
+                                      lookup_types, "looking a record up"};
+
+// The one-statement form's record, sent with COMMIT after the work: a plain
+// INSERT, which waits for a concurrent transaction inserting the same key and
+// fails (23505 on idem_records_pkey) when that one commits, so that the COMMIT
+// behind it cannot commit the business writes of a duplicate.
+// $7 payload, $8 completed (else in flight, and $7 ignored), $9 retention or lease.
+constexpr Oid insert_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid, bytea_oid,
+                                bytea_oid, bytea_oid, bool_oid,  interval_oid};
+constexpr statement_text insert_text{R"(
+INSERT INTO idem_records
+    (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
+SELECT $1, convert_from($2, 'UTF8'), convert_from($3, 'UTF8'), convert_from($4, 'UTF8'), $5, $6,
+       CASE WHEN $8 THEN $7 END, $8, clock.now, clock.now + $9
+FROM (SELECT clock_timestamp() AS now) AS clock)",
+                                     insert_types, "inserting a record"};
+
 // $7 payload, $8 retention. A live entry with another token, or a completed
 // one, stays as it is.
 constexpr Oid complete_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid,
@@ -204,6 +229,58 @@ private:
     parameters values_;
 };
 
+// The one-statement form's record (see insert_text), sent with COMMIT; it keeps
+// copies of its values, since the caller's are gone by then.
+class record_statements::insertion final : public deferred_statement {
+public:
+    insertion(std::shared_ptr<record_statements> owner, const record_key& key, std::string_view fingerprint,
+              std::optional<std::string_view> payload, duration span)
+        : owner_(std::move(owner)),
+          digest_(key.digest()),
+          parts_{std::string(readable(key.name_space(), scratch_)), std::string(readable(key.owner().text(), scratch_)),
+                 std::string(readable(key.key(), scratch_))},
+          token_(new_token()),
+          fingerprint_(fingerprint),
+          payload_(payload.value_or(std::string_view())),
+          completed_(payload.has_value()),
+          span_(span) {}
+
+    void queue(pipeline& p) override {
+        values_.bytes(digest_).bytes(parts_[0]).bytes(parts_[1]).bytes(parts_[2]);
+        values_.bytes(token_).bytes(fingerprint_).bytes(payload_).boolean(completed_).interval(span_);
+        first_ = p.size();
+        owner_->insert_.queue(p, values_);
+        last_ = p.size();
+    }
+
+    void failed(const pipeline& p) override {
+        for (std::size_t n = first_; n < last_; ++n) raise_if_taken(p.outcome(n));
+    }
+
+private:
+    std::shared_ptr<record_statements> owner_;
+    std::array<std::byte, 32> digest_;
+    std::string scratch_;
+    std::string parts_[3];  // namespace, scope, key as readable text
+    std::string token_, fingerprint_, payload_;
+    bool completed_;
+    duration span_;
+    parameters values_;
+    std::size_t first_ = 0, last_ = 0;
+};
+
+void raise_if_taken(const result& r) {
+    if (r.get() == nullptr) return;
+    const char* sqlstate = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE);
+    const char* constraint = PQresultErrorField(r.get(), PG_DIAG_CONSTRAINT_NAME);
+    if (sqlstate == nullptr || constraint == nullptr) return;
+    if (std::string_view(sqlstate) != "23505" || std::string_view(constraint) != "idem_records_pkey") return;
+    throw store_error(store_failure::conflict,
+                      "idem: inserting a record failed: a concurrent transaction committed the same key first "
+                      "(SQLSTATE 23505)",
+                      "23505");
+}
+
 // A statement's (level, done) answer; store_error(unsupported) below READ COMMITTED.
 bool done_at_read_committed(const result& r, std::string_view what) {
     if (r.rows() != 1) throw store_error(store_failure::other, "idem: " + std::string(what) + ": no answer row");
@@ -237,14 +314,31 @@ std::optional<reservation> reserve_answer(const result& row, const record_key& k
     return std::nullopt;
 }
 
-std::optional<reservation> locked_answer(const result& row, const record_key& key, std::string_view fingerprint) {
+namespace {
+
+void require_read_committed(const result& row, std::string_view what) {
     const std::string_view level = row.bytes(0, 0);
     if (!read_committed(level))
-        throw store_error(store_failure::unsupported,
-                          "idem: reserving a record refused: the PostgreSQL store needs READ COMMITTED "
-                          "transactions; this one runs at " + std::string(level));
+        throw store_error(store_failure::unsupported, "idem: " + std::string(what) +
+                                                          " refused: the PostgreSQL store needs READ COMMITTED "
+                                                          "transactions; this one runs at " + std::string(level));
+}
+
+}  // namespace
+
+std::optional<reservation> locked_answer(const result& row, const record_key& key, std::string_view fingerprint) {
+    require_read_committed(row, "reserving a record");
     if (!row.is_null(0, 4) && row.boolean(0, 4)) return live_answer(row, 1, key, fingerprint);
     return std::nullopt;  // gone or expired since the reserve: try again
+}
+
+record_lookup looked_up(const result& row, const record_key& key, std::string_view fingerprint) {
+    require_read_committed(row, "looking a record up");
+    if (row.is_null(0, 4)) return {record_lookup::found::nothing, {}};
+    if (!row.boolean(0, 4)) return {record_lookup::found::reserve, {}};  // expired: to take over
+    reservation answer = live_answer(row, 1, key, fingerprint);
+    if (answer.status == reservation_status::in_flight) return {record_lookup::found::reserve, {}};
+    return {record_lookup::found::answer, std::move(answer)};
 }
 
 std::optional<record_state> inspected(const result& row, bool with_payload) {
@@ -269,6 +363,8 @@ record_statements::record_statements(PGconn* conn, bool named)
       reserve_{&reserve_text, name("reserve")},
       reserve_in_{&reserve_in_text, name("reserve_in")},
       lookup_{&lookup_text, name("lookup")},
+      look_up_{&look_up_text, name("look_up")},
+      insert_{&insert_text, name("insert")},
       complete_{&complete_text, name("complete")},
       complete_at_commit_{&complete_at_commit_text, name("complete_at_commit")},
       release_{&release_text, name("release")},
@@ -331,6 +427,39 @@ reservation record_statements::try_reserve_in(const record_key& key, std::string
         if (auto live = locked_entry(key, fingerprint)) return std::move(*live);
     }
     throw changing(key);
+}
+
+record_lookup record_statements::look_up(const record_key& key, std::string_view fingerprint, fast_path* tx) {
+    parameters by_hash;
+    by_hash.bytes(key.digest());
+    pipeline p(conn_);
+    if (tx != nullptr && tx->held_begin() != nullptr) {
+        p.query(tx->held_begin(), "BEGIN");
+        tx->begin_sent();
+    }
+    look_up_.queue(p, by_hash);
+    p.run();
+    return looked_up(p.last(), key, fingerprint);
+}
+
+std::unique_ptr<deferred_statement> record_statements::insert_at_commit(const record_key& key,
+                                                                        std::string_view fingerprint,
+                                                                        std::optional<std::string_view> payload,
+                                                                        duration span) {
+    return std::make_unique<insertion>(shared_from_this(), key, fingerprint, payload, span);
+}
+
+void record_statements::insert(const record_key& key, std::string_view fingerprint,
+                               std::optional<std::string_view> payload, duration span) {
+    const std::unique_ptr<deferred_statement> now = insert_at_commit(key, fingerprint, payload, span);
+    pipeline p(conn_);
+    now->queue(p);
+    try {
+        p.run();
+    } catch (const store_error&) {
+        now->failed(p);
+        throw;
+    }
 }
 
 std::optional<reservation> record_statements::locked_entry(const record_key& key, std::string_view fingerprint) {

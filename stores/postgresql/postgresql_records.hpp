@@ -12,6 +12,7 @@
 
 #include "idem/record_store.hpp"
 #include "idem/store_admin.hpp"
+#include "idem/transactional_record_store.hpp"
 #include "sql/fast_path.hpp"
 #include "sql/postgresql_native.hpp"
 
@@ -47,6 +48,20 @@ public:
                                                                          std::string_view payload, duration retention);
     [[nodiscard]] bool release(const record_key& key, std::string_view token);
 
+    // The one-statement form (transactional_record_store::look_up): a plain read
+    // by primary key, after `tx`'s held BEGIN in the same round trip.
+    [[nodiscard]] record_lookup look_up(const record_key& key, std::string_view fingerprint, fast_path* tx);
+    // Its record, to send with COMMIT: a plain INSERT that fails the transaction
+    // when the key has a record by then (store_error(conflict) with SQLSTATE 23505
+    // when a concurrent transaction committed it first).
+    [[nodiscard]] std::unique_ptr<deferred_statement> insert_at_commit(const record_key& key,
+                                                                       std::string_view fingerprint,
+                                                                       std::optional<std::string_view> payload,
+                                                                       duration span);
+    // The same record, sent now.
+    void insert(const record_key& key, std::string_view fingerprint, std::optional<std::string_view> payload,
+                duration span);
+
     // Whether this connection reserved `key` with `token` in the transaction `serial`.
     [[nodiscard]] bool reserved_in(std::uint64_t serial, const record_key& key, std::string_view token) const noexcept;
 
@@ -57,6 +72,7 @@ public:
 
 private:
     class completion;
+    class insertion;
 
     [[nodiscard]] bool run_checked(prepared_statement& s, const parameters& values);
     // The live entry a reserve found in its way, locked; nullopt when it is gone or
@@ -69,7 +85,7 @@ private:
     PGconn* conn_;
     int backend_pid_;
     std::string prefix_;
-    prepared_statement reserve_, reserve_in_, lookup_, complete_, complete_at_commit_, release_, inspect_,
+    prepared_statement reserve_, reserve_in_, lookup_, look_up_, insert_, complete_, complete_at_commit_, release_, inspect_,
         count_expired_, purge_;
     // The last reservation made in a runner's transaction on this connection.
     std::uint64_t reserved_serial_ = 0;
@@ -88,6 +104,10 @@ private:
 // The locked read's row: the live entry's answer; nullopt when it is gone or expired.
 [[nodiscard]] std::optional<reservation> locked_answer(const result& row, const record_key& key,
                                                        std::string_view fingerprint);
+// The one-statement form's lookup row.
+[[nodiscard]] record_lookup looked_up(const result& row, const record_key& key, std::string_view fingerprint);
+// Throws store_error(conflict, "23505") when `r` failed on idem_records' primary key.
+void raise_if_taken(const result& r);
 // The inspect row; nullopt when there is none.
 [[nodiscard]] std::optional<record_state> inspected(const result& row, bool with_payload);
 

@@ -18,6 +18,13 @@ ON CONFLICT (key_hash) DO UPDATE SET
 WHERE idem_records.expires_at <= excluded.updated_at
 RETURNING 1)";
 
+// The one-statement form's record: the transaction holds the file's write lock
+// since its BEGIN IMMEDIATE and looked the key up under it, so the key is free;
+// a plain INSERT still fails rather than overwrite anything.
+constexpr std::string_view insert_sql = R"(
+INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload, expires_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))";
+
 constexpr std::string_view lookup_sql = R"(
 SELECT state, token, fingerprint, payload, expires_at FROM idem_records WHERE key_hash = ?1)";
 
@@ -67,6 +74,7 @@ record_times times(time_point now, duration span) noexcept {
 record_statements::record_statements(database* db)
     : reserve_(db, reserve_sql, "reserving a record"),
       lookup_(db, lookup_sql, "reading a record"),
+      insert_(db, insert_sql, "inserting a record"),
       complete_(db, complete_sql, "completing a record"),
       release_(db, release_sql, "releasing a record"),
       purge_(db, purge_sql, "purging expired records") {}
@@ -102,6 +110,30 @@ std::optional<reservation> record_statements::peek(const record_key& key, std::s
     const auto expires_at = s->column_int(4);
     if (expires_at && *expires_at <= now) return std::nullopt;
     return decide(s, key, fingerprint);
+}
+
+record_lookup record_statements::look_up(const record_key& key, std::string_view fingerprint, std::int64_t now) {
+    statement_use s(lookup_);
+    s->bind(1, key.digest());
+    if (!s->step()) return {record_lookup::found::nothing, {}};
+    const auto expires_at = s->column_int(4);
+    if (expires_at && *expires_at <= now) return {record_lookup::found::reserve, {}};  // expired: to take over
+    reservation answer = decide(s, key, fingerprint);
+    if (answer.status == reservation_status::in_flight) return {record_lookup::found::reserve, {}};
+    return {record_lookup::found::answer, std::move(answer)};
+}
+
+void record_statements::insert(const record_key& key, std::string_view fingerprint, std::string_view token,
+                               std::optional<std::string_view> payload, record_times t) {
+    statement_use s(insert_);
+    bind_identity(s, key);
+    s->bind_blob(5, fingerprint);
+    s->bind_text(6, token);
+    s->bind(7, std::int64_t{payload ? 1 : 0});
+    if (payload) s->bind_blob(8, *payload);
+    s->bind(9, t.expires_at);
+    s->bind(10, t.now);
+    (void)s->step();
 }
 
 reservation record_statements::decide(statement_use& s, const record_key& key, std::string_view fingerprint) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "idem/record_store.hpp"
+#include "idem/transactional_record_store.hpp"
 #include "sql/sqlite_native.hpp"
 
 namespace idem::detail::sqlite {
@@ -33,6 +34,12 @@ public:
     // expired and only a reservation can tell.
     [[nodiscard]] std::optional<reservation> peek(const record_key& key, std::string_view fingerprint,
                                                   std::int64_t now);
+    // The one-statement form (transactional_record_store::look_up), in a
+    // transaction holding the write lock.
+    [[nodiscard]] record_lookup look_up(const record_key& key, std::string_view fingerprint, std::int64_t now);
+    // Its record: completed with `payload`, or in flight without; a plain INSERT.
+    void insert(const record_key& key, std::string_view fingerprint, std::string_view token,
+                std::optional<std::string_view> payload, record_times t);
     // Completes the entry carrying `token`, or an absent/expired one; one statement.
     [[nodiscard]] bool complete(const record_key& key, std::string_view token, std::string_view fingerprint,
                                 std::string_view payload, record_times t);
@@ -47,6 +54,7 @@ private:
 
     statement reserve_;
     statement lookup_;
+    statement insert_;
     statement complete_;
     statement release_;
     statement purge_;

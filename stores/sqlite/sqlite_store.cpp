@@ -194,6 +194,15 @@ bool sqlite_store::do_complete_in(transaction& tx, const record_key& key, std::s
     return impl_->statements(tx).complete(key, token, fingerprint, payload, impl_->times(retention));
 }
 
+record_lookup sqlite_store::do_look_up_in(transaction& tx, const record_key& key, std::string_view fingerprint) {
+    return impl_->statements(tx).look_up(key, fingerprint, impl_->now());
+}
+
+void sqlite_store::do_insert_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+                                std::optional<std::string_view> payload, duration span) {
+    impl_->statements(tx).insert(key, fingerprint, detail::new_token(), payload, impl_->times(span));
+}
+
 bool sqlite_store::do_release_in(transaction& tx, const record_key& key, std::string_view token) {
     return impl_->statements(tx).release(key, token, impl_->now());
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "idem/database.hpp"
+#include "recording_sink.hpp"
 #include "temp_dir.hpp"
 #ifdef IDEM_TEST_POSTGRESQL
 #include "idem/postgresql_store.hpp"
@@ -161,6 +162,182 @@ TEST_CASE("16 threads x 50 rounds of once on one key per round: one executed per
         CHECK(balance(db, "bob") == 10 * rounds);
     }
 }
+
+TEST_CASE("once: a key in flight elsewhere answers in_flight; an expired one is taken over") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        int runs = 0;
+        auto work = [&](idem::unit_of_work& uow) {
+            ++runs;
+            move(uow, 3);
+            return std::string("moved 3");
+        };
+        // Lease mode holds the key through the store's own connection.
+        auto held = db.store().try_reserve(key_of("held"), "fp", 1min);
+        REQUIRE(held.status == idem::reservation_status::reserved);
+        CHECK(db.once(key_of("held"), "fp", work).status() == execution_status::in_flight);
+        CHECK(db.once(key_of("held"), "other fp", work).status() == execution_status::key_reused);
+        CHECK(runs == 0);
+
+        auto lapsed = db.store().try_reserve(key_of("lapsed"), "fp", 1ms);
+        REQUIRE(lapsed.status == idem::reservation_status::reserved);
+        std::this_thread::sleep_for(50ms);
+        CHECK(db.once(key_of("lapsed"), "fp", work).status() == execution_status::executed);
+        CHECK(runs == 1);
+        const auto record = db.admin().inspect(key_of("lapsed").digest(), false);
+        REQUIRE(record.has_value());
+        CHECK(record->completed);
+        CHECK_FALSE(db.store().complete(key_of("lapsed"), lapsed.token, "fp", "late", 1min));  // taken over
+        CHECK(db.once(key_of("lapsed"), "fp", work).value() == "moved 3");
+        CHECK(runs == 1);
+        CHECK(balance(db, "bob") == 3);
+    }
+}
+
+TEST_CASE("once: a business constraint violation is its own typed error, rolled back, not a lost race") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        int runs = 0;
+        try {
+            (void)db.once(key_of("dup-account"), "fp", [&](idem::unit_of_work& uow) {
+                ++runs;
+                move(uow, 1);
+                uow.sql() << "INSERT INTO accounts (id, balance) VALUES ('alice', 1)";
+                return std::string("unreachable");
+            });
+            FAIL("the duplicate account was accepted");
+        } catch (const idem::store_error& e) {
+            CHECK(e.failure() == idem::store_failure::constraint);
+            CHECK(e.rolled_back());
+        }
+        CHECK(runs == 1);
+        CHECK(balance(db, "bob") == 0);
+        CHECK_FALSE(db.admin().inspect(key_of("dup-account").digest(), false).has_value());
+    }
+}
+
+#ifdef IDEM_TEST_POSTGRESQL
+TEST_CASE("PostgreSQL: a business constraint checked at COMMIT, beside the record, is not a lost race") {
+    postgresql_place where;
+    idem::database db = open_bank(where);
+    db.transact([](idem::unit_of_work& uow) {
+        uow.sql() << "CREATE TABLE receipts (id text, CONSTRAINT receipts_once UNIQUE (id) DEFERRABLE INITIALLY "
+                     "DEFERRED)";
+        uow.sql() << "INSERT INTO receipts (id) VALUES ('r-1')";
+    });
+    int runs = 0;
+    try {
+        (void)db.once(key_of("deferred"), "fp", [&](idem::unit_of_work& uow) {
+            ++runs;
+            move(uow, 1);
+            uow.sql() << "INSERT INTO receipts (id) VALUES ('r-1')";  // checked by the COMMIT after the record
+            return std::string("moved 1");
+        });
+        FAIL("the duplicate receipt was committed");
+    } catch (const idem::store_error& e) {
+        CHECK(e.failure() == idem::store_failure::constraint);
+        CHECK(e.native_code() == "23505");
+        CHECK(e.rolled_back());
+    }
+    CHECK(runs == 1);
+    CHECK(balance(db, "bob") == 0);
+    CHECK_FALSE(db.admin().inspect(key_of("deferred").digest(), false).has_value());
+}
+
+TEST_CASE("PostgreSQL: duplicates that all ran the work: one commits, the others roll back and replay") {
+    postgresql_place where;
+    auto sink = std::make_shared<idem::test::recording_sink>();
+    idem::database_options options;
+    options.pool_size = 8;
+    options.telemetry = sink;
+    idem::database db = open_bank(where, options);
+    constexpr int threads = 6;
+    std::barrier all_inside(threads);  // nobody commits before every duplicate has looked the key up
+    std::atomic<int> runs{0}, executed{0}, replayed{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&] {
+            auto e = db.once(key_of("race"), "fp", [&](idem::unit_of_work& uow) {
+                ++runs;
+                all_inside.arrive_and_wait();
+                move(uow, 10);
+                return std::string("moved 10");
+            });
+            if (e.status() == execution_status::executed) ++executed;
+            if (e.status() == execution_status::replayed && e.value() == "moved 10") ++replayed;
+        });
+    for (auto& t : pool) t.join();
+    CHECK(runs == threads);  // nothing was reserved: every duplicate ran, and all but one rolled back
+    CHECK(executed == 1);
+    CHECK(replayed == threads - 1);
+    CHECK(balance(db, "alice") == 1000000 - 10);
+    CHECK(balance(db, "bob") == 10);
+    CHECK(sink->count(idem::outcome::executed, idem::mode::enforce) == 1);
+    CHECK(sink->count(idem::outcome::replay, idem::mode::enforce) == threads - 1);
+}
+
+TEST_CASE("PostgreSQL: a duplicate whose work fails on the first one's writes replays it") {
+    postgresql_place where;
+    idem::database_options options;
+    options.pool_size = 4;
+    idem::database db = open_bank(where, options);
+    std::barrier both_inside(2);
+    std::atomic<int> executed{0}, replayed{0};
+    std::vector<std::thread> pool;
+    for (int t = 0; t < 2; ++t)
+        pool.emplace_back([&] {
+            const bank::transfer row{"t-race", "alice", "bob", 20};
+            auto e = db.once(key_of("t-race"), "fp", [&](idem::unit_of_work& uow) {
+                both_inside.arrive_and_wait();
+                // The second waits for the first's row, then fails on transfers' primary key.
+                uow.sql() << "INSERT INTO transfers (id, from_account, to_account, amount) "
+                             "VALUES (:id, :from_account, :to_account, :amount)",
+                    soci::use(row);
+                move(uow, row.amount);
+                return row;
+            });
+            if (e.status() == execution_status::executed) ++executed;
+            if (e.status() == execution_status::replayed && e.value().amount == 20) ++replayed;
+        });
+    for (auto& t : pool) t.join();
+    CHECK(executed == 1);
+    CHECK(replayed == 1);
+    CHECK(balance(db, "bob") == 20);
+}
+
+TEST_CASE("PostgreSQL: reserve_first makes a duplicate wait instead of running the work") {
+    postgresql_place where;
+    idem::database db = open_bank(where);
+    for (const bool reserve_first : {true, false}) {
+        CAPTURE(reserve_first);
+        const std::string key = reserve_first ? "reserved" : "optimistic";
+        std::atomic<int> runs{0};
+        std::promise<void> started;
+        auto work = [&](idem::unit_of_work& uow) {
+            if (++runs == 1) {
+                move(uow, 1);
+                started.set_value();
+                std::this_thread::sleep_for(300ms);
+            } else {
+                move(uow, 1);
+            }
+            return std::string("moved 1");
+        };
+        std::thread first([&] {
+            CHECK(db.once(key_of(key), "fp", work, {.reserve_first = reserve_first}).status() ==
+                  execution_status::executed);
+        });
+        started.get_future().wait();
+        auto second = db.once(key_of(key), "fp", work, {.reserve_first = reserve_first});
+        first.join();
+        CHECK(second.status() == execution_status::replayed);
+        CHECK(runs == (reserve_first ? 1 : 2));
+    }
+    CHECK(balance(db, "bob") == 2);
+}
+#endif
 
 TEST_CASE("once: key reused, a throw leaves nothing and the retry executes, void and integer results") {
     for (const auto& where : places()) {

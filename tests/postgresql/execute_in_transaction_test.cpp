@@ -5,6 +5,7 @@
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/soci.h>
 
+#include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -149,7 +150,8 @@ TEST_CASE("execute_in_transaction: a completing statement that completes nothing
     // The operation hands the key to another token behind the executor's back:
     // the record can no longer be completed, so nothing may commit.
     try {
-        (void)idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("c-1"), bank::fingerprint, {},
+        (void)idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("c-1"), bank::fingerprint,
+                                           {.reserve_first = true},
                                            [&](transaction& tx) {
                                                bank::move_money(tx.session(), "c-1", 10);
                                                tx.session() << "UPDATE idem_records SET token = 'stolen'::bytea"
@@ -188,11 +190,20 @@ TEST_CASE("execute_in_transaction costs no round trip beyond the bare transactio
     trips.reset();
     CHECK(f.transfer("rt-2").status() == execution_status::executed);
     const int plain_form = trips.count();
+    trips.reset();
+    CHECK(f.transfer_fast("rt-3", {.reserve_first = true}).status() == execution_status::executed);
+    const int reserving = trips.count();
+    trips.reset();
+    CHECK(f.transfer_fast("rt-3", {.reserve_first = true}).status() == execution_status::replayed);
+    const int reserving_replay = trips.count();
     MESSAGE("round trips: bare transfer " << bare << ", with execute_in_transaction " << with_idem << ", replayed "
-                                          << replay << ", runner.run + executor.execute " << plain_form);
-    CHECK(bare == 5);            // BEGIN, 2 UPDATEs, INSERT, COMMIT
-    CHECK(with_idem == bare);    // BEGIN + reserve, the same 3, complete + COMMIT
-    CHECK(replay == 3);          // BEGIN + reserve (finds the row), lock and read it, COMMIT
+                                          << replay << ", reserving first " << reserving << ", replayed "
+                                          << reserving_replay << ", runner.run + executor.execute " << plain_form);
+    CHECK(bare == 5);              // BEGIN, 2 UPDATEs, INSERT, COMMIT
+    CHECK(with_idem == bare);      // BEGIN + lookup, the same 3, record + COMMIT
+    CHECK(replay == 2);            // BEGIN + lookup (finds the completed record), COMMIT
+    CHECK(reserving == bare);      // BEGIN + reserve, the same 3, complete + COMMIT
+    CHECK(reserving_replay == 3);  // BEGIN + reserve (finds the row), lock and read it, COMMIT
     CHECK(plain_form == bare + 2);
 }
 
@@ -252,5 +263,80 @@ TEST_CASE("execute_in_transaction: a duplicate waits for the first commit, then 
     CHECK(e.status() == execution_status::replayed);
     CHECK(e.value() == "moved 10");
     CHECK(waited >= 200ms);
+    CHECK(f.ledger() == 1);
+}
+
+TEST_CASE("execute_in_transaction: duplicates on their own connections all run; one commits, the others replay") {
+    executor_fixture f;
+    constexpr int threads = 5;
+    std::vector<std::unique_ptr<executor_fixture::connection>> connections;
+    for (int t = 0; t < threads; ++t) connections.push_back(std::make_unique<executor_fixture::connection>(*f.database));
+    std::barrier all_inside(threads);  // nobody commits before every duplicate has looked the key up
+    std::atomic<int> executed{0}, replayed{0};
+    std::vector<std::jthread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            auto e = idem::execute_in_transaction(f.exec, *connections[t]->runner, bank::transfer_key("d-1"),
+                                                  bank::fingerprint, {},
+                                                  [&](transaction& tx) {
+                                                      ++f.runs;
+                                                      all_inside.arrive_and_wait();
+                                                      bank::move_money(tx.session(), "d-1", 10);
+                                                      return std::string("moved 10");
+                                                  },
+                                                  f.codec);
+            if (e.status() == execution_status::executed) ++executed;
+            if (e.status() == execution_status::replayed && e.value() == "moved 10") ++replayed;
+        });
+    pool.clear();
+    CHECK(f.runs == threads);
+    CHECK(executed == 1);
+    CHECK(replayed == threads - 1);
+    CHECK(f.ledger() == 1);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+    CHECK(f.sink->count(idem::outcome::executed, idem::mode::enforce) == 1);
+    CHECK(f.sink->count(idem::outcome::replay, idem::mode::enforce) == threads - 1);
+
+    // Another fingerprint loses the same way and answers key_reused.
+    std::barrier two_inside(2);
+    std::atomic<int> reused{0};
+    for (const char* fp : {"one transfer", "another transfer"})
+        pool.emplace_back([&, fp] {
+            auto e = idem::execute_in_transaction(f.exec, *connections[fp[0] == 'o' ? 0 : 1]->runner,
+                                                  bank::transfer_key("d-2"), fp, {},
+                                                  [&](transaction& tx) {
+                                                      two_inside.arrive_and_wait();
+                                                      bank::move_money(tx.session(), "d-2", 10);
+                                                      return std::string("moved 10");
+                                                  },
+                                                  f.codec);
+            if (e.status() == execution_status::key_reused) ++reused;
+        });
+    pool.clear();
+    CHECK(reused == 1);
+    CHECK(f.ledger() == 2);
+}
+
+TEST_CASE("execute_in_transaction: a throwing operation leaves nothing, and a kept-in-flight result holds the key") {
+    executor_fixture f;
+    CHECK_THROWS_AS(idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("t-1"), bank::fingerprint, {},
+                                                 [&](transaction& tx) -> std::string {
+                                                     bank::move_money(tx.session(), "t-1", 10);
+                                                     throw business_failure();
+                                                 },
+                                                 f.codec),
+                    business_failure);
+    CHECK(f.runner->last_state() == idem::transaction_state::rolled_back);
+    CHECK(f.record("t-1") == reservation_status::reserved);  // no record: the probe could reserve it
+    CHECK(f.ledger() == 0);
+
+    const auto pending = idem::make_codec<std::string>(
+        [](const std::string& s) { return s; }, [](std::string_view s) { return std::string(s); },
+        [](const std::string&) { return idem::classification::keep_in_flight; });
+    CHECK(idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("t-2"), bank::fingerprint, {},
+                                       f.operation("t-2"), pending)
+              .status() == execution_status::executed);
+    CHECK(f.record("t-2") == reservation_status::in_flight);
+    CHECK(f.transfer_fast("t-2").status() == execution_status::in_flight);
     CHECK(f.ledger() == 1);
 }
