@@ -72,7 +72,7 @@ struct IDEM_API executor_access {
 // ran first: its record insert lost (the whole transaction rolls back, business
 // writes and all), or the work itself failed on what the duplicate wrote. A new
 // transaction then looks the key up, and the winner's record answers the call;
-// without one the failure stands (a lost insert runs the call again).
+// without one the failure stands (a lost insert, or a deadlock, runs the call again).
 template <class T, class Call, class ShouldCommit>
 execution<T> run_owned(executor& exec, transaction_runner& runner, Call&& call, ShouldCommit&& should_commit) {
     const bool owns = !runner.in_transaction();
@@ -90,7 +90,10 @@ execution<T> run_owned(executor& exec, transaction_runner& runner, Call&& call, 
             executor_access::settle(exec, owned);
             return e;
         } catch (const store_error& e) {
-            lost = owned.inserted && lost_to_concurrent_record(e);
+            // The insert lost to a concurrent record, or a deadlock with a duplicate
+            // that reserved first (its reservation waits for rows this run holds).
+            lost = (owned.inserted && lost_to_concurrent_record(e)) ||
+                   (owned.unreserved && e.failure() == store_failure::conflict);
             failure = std::current_exception();
         } catch (...) {
             failure = std::current_exception();

@@ -45,6 +45,12 @@ TEST_CASE("4 processes x 16 connections racing the same transfers move the money
     idem::test::race_transfers(f.session, f.store, {worker, "transfer", f.conninfo}, 4, 16, 100);
 }
 
+TEST_CASE("4 processes x 16 connections racing the same transfers in the one-statement form move the money once") {
+    bank_database f;
+    // Duplicates run the work; every one but the first to commit rolls back and replays.
+    idem::test::race_transfers(f.session, f.store, {worker, "transfer-one-statement", f.conninfo}, 4, 16, 100);
+}
+
 TEST_CASE("a client killed with SIGKILL before its commit leaves nothing; the duplicate it blocked runs, once") {
     bank_database f;
     auto child = start_worker({worker, "crash", f.conninfo, "crash-1"});

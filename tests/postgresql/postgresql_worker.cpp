@@ -29,15 +29,21 @@ bank::outcome outcome_of(idem::execution_status status) {
 }
 
 // Every thread on a business connection of its own; half of them go through
-// execute_in_transaction, half through the store's transaction calls.
-int transfer(const std::string& conninfo, int threads, int rounds) {
+// execute_in_transaction, half through the store's transaction calls. Both
+// reserve first: a transaction that reserved a key and waits for a row lock held
+// by a one-statement duplicate, which waits for that key, is a deadlock
+// PostgreSQL ends by failing one of them (the one-statement form races itself in
+// tests/database and tests/postgresql/execute_in_transaction_test.cpp).
+// `one_statement`: every thread through execute_in_transaction's default form instead.
+int transfer(const std::string& conninfo, int threads, int rounds, bool one_statement) {
     auto store = std::make_shared<idem::postgresql_store>(idem::postgresql_store_options{.connection = conninfo});
     idem::executor exec{store};
     return idem::test::race_transfers_from_go(
         threads, rounds, [&](soci::session& session) { idem::open_postgresql_session(session, conninfo); },
         [&](int thread, idem::transaction_runner& runner, const std::string& key) {
-            if (thread % 2 == 0) return bank::transfer(*store, runner, key, 10);
-            auto e = idem::execute_in_transaction(exec, runner, bank::transfer_key(key), bank::fingerprint, {},
+            if (thread % 2 == 0 && !one_statement) return bank::transfer(*store, runner, key, 10);
+            auto e = idem::execute_in_transaction(exec, runner, bank::transfer_key(key), bank::fingerprint,
+                                                  {.reserve_first = !one_statement},
                                                   [&](idem::transaction& tx) {
                                                       bank::move_money(tx.session(), key, 10);
                                                       return std::string("moved 10");
@@ -84,7 +90,9 @@ int main(int argc, char** argv) {
         "postgresql_worker", argc, argv,
         {
             {"transfer", "<conninfo> <threads> <rounds>",
-             [](const args& a) { return transfer(a[0], std::stoi(a[1]), std::stoi(a[2])); }},
+             [](const args& a) { return transfer(a[0], std::stoi(a[1]), std::stoi(a[2]), false); }},
+            {"transfer-one-statement", "<conninfo> <threads> <rounds>",
+             [](const args& a) { return transfer(a[0], std::stoi(a[1]), std::stoi(a[2]), true); }},
             {"crash", "<conninfo> <key>", [](const args& a) { return crash(a[0], a[1]); }},
             {"migrate", "<conninfo>", [](const args& a) { return migrate(a[0]); }},
             {"purge", "<conninfo> <batch>", [](const args& a) { return purge(a[0], std::stoul(a[1])); }},
