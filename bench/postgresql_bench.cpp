@@ -150,6 +150,24 @@ void run_postgresql(const options& o, report& out) {
     out.add({.group = "postgresql", .name = "replay of a stored result",
              .subject = "idem replay (executor, detached view)", .baseline = "SELECT by primary key, prepared",
              .result = compare(replay, bare_select, o.rounds), .unit = "ops/s"});
+    // The same retry through execute_in_transaction: the lookup with BEGIN, then
+    // COMMIT; with reserve_first, the reserve with BEGIN, a locked read, COMMIT.
+    for (const bool reserve_first : {false, true}) {
+        const auto replay_in_transaction = [&] {
+            return measure([&](std::uint64_t) {
+                if (execute_in_transaction(enforce, *db.runner, replayed, "fp", {.reserve_first = reserve_first},
+                                           [](transaction&) { return std::string(); }, codec)
+                        .status() != execution_status::replayed)
+                    throw std::logic_error("not a replay");
+            }, o.span);
+        };
+        out.add({.group = "postgresql",
+                 .name = reserve_first ? "replay of a stored result, execute_in_transaction with reserve_first"
+                                       : "replay of a stored result, execute_in_transaction",
+                 .subject = "idem replay",
+                 .baseline = "SELECT by primary key, prepared",
+                 .result = compare(replay_in_transaction, bare_select, o.rounds), .unit = "ops/s"});
+    }
 
     // Purge: a million expired rows, written straight into the table.
     constexpr std::size_t expired_rows = 1'000'000;

@@ -76,6 +76,8 @@ void prepare_statements(PGconn* conn) {
         pq::prepare(conn, (p + "complete").c_str(),
                     "UPDATE " + std::string(table) + " SET payload = $3, completed = true, expires_at = now() + "
                     "interval '1 day' WHERE key_hash = $1 AND token = $2 AND NOT completed");
+        pq::prepare(conn, (p + "lookup").c_str(),
+                    "SELECT completed, fingerprint, payload FROM " + std::string(table) + " WHERE key_hash = $1");
         pq::prepare(conn, (p + "insert_completed").c_str(),
                     "INSERT INTO " + columns + " VALUES ($1, 'bench.transfer', 'global', $2, $3, 'fp', $4, true, now(), "
                     "now() + interval '1 day')");
@@ -88,6 +90,7 @@ void prepare_statements(PGconn* conn) {
     pq::prepare(conn, "s_lean_complete",
                 "UPDATE bench_lean_records SET payload = $3, completed = true, expires_at = now() + interval '1 day' "
                 "WHERE key_hash = $1 AND token = $2 AND NOT completed");
+    pq::prepare(conn, "s_lean_lookup", "SELECT completed, fingerprint, payload FROM bench_lean_records WHERE key_hash = $1");
     pq::prepare(conn, "s_lean_insert_completed",
                 "INSERT INTO bench_lean_records (key_hash, token, fingerprint, payload, completed, created_at, "
                 "expires_at) VALUES ($1, $2, 'fp', $3, true, now(), now() + interval '1 day')");
@@ -133,12 +136,14 @@ struct layout {
     const char* reserve;
     const char* complete;
     const char* insert_completed;
+    const char* lookup;
     std::size_t digest_size;
     bool named;
 };
-constexpr layout current{"s_reserve", "s_complete", "s_insert_completed", 32, true};
-constexpr layout first_schema{"s_first_reserve", "s_first_complete", "s_first_insert_completed", 32, true};
-constexpr layout lean{"s_lean_reserve", "s_lean_complete", "s_lean_insert_completed", 16, false};
+constexpr layout current{"s_reserve", "s_complete", "s_insert_completed", "s_lookup", 32, true};
+constexpr layout first_schema{"s_first_reserve", "s_first_complete", "s_first_insert_completed", "s_first_lookup", 32,
+                              true};
+constexpr layout lean{"s_lean_reserve", "s_lean_complete", "s_lean_insert_completed", "s_lean_lookup", 16, false};
 
 void bare(client& c, std::uint64_t id) {
     pq::run(c.conn, "s_begin");
@@ -146,8 +151,11 @@ void bare(client& c, std::uint64_t id) {
     pq::run(c.conn, "s_commit");
 }
 
-void idem_fast_path(executor& exec, client& c, std::uint64_t id) {
-    require_executed(execute_in_transaction(exec, *c.runner, transfer_key(id), "fp", {}, [&](transaction&) {
+// By default the lookup with BEGIN, the work, the completed record with COMMIT;
+// `reserve_first` as before the one-statement form (reserve, work, complete).
+void idem_fast_path(executor& exec, client& c, std::uint64_t id, bool reserve_first = false) {
+    require_executed(execute_in_transaction(exec, *c.runner, transfer_key(id), "fp", {.reserve_first = reserve_first},
+                                            [&](transaction&) {
         c.transfer(id);
         return std::string("ok");
     }, string_codec{}));
@@ -170,15 +178,20 @@ void reserve_first(client& c, std::uint64_t id, const layout& table) {
     if (!end.run()) throw std::logic_error("the completion failed");
 }
 
-// The work first, then the completed record in one round trip with COMMIT: a
-// duplicate's INSERT fails on the unique key, and its work rolls back with it.
+// The lookup with BEGIN (a retry replays before any work), the work, then the
+// completed record in one round trip with COMMIT: a duplicate's INSERT fails on
+// the unique key, and its work rolls back with it.
 void optimistic(client& c, std::uint64_t id, const layout& table) {
     const record_key key = transfer_key(id);
     pq::values done;
     done.bytes(key.digest().data(), table.digest_size);
     if (table.named) done.text("t-" + std::to_string(id));
     done.bytes(c.fresh_token()).bytes("ok");
-    pq::run(c.conn, "s_begin");
+    pq::values by_key;
+    by_key.bytes(key.digest().data(), table.digest_size);
+    pq::pipeline begin(c.conn);
+    begin.prepared("s_begin", {}).prepared(table.lookup, by_key);
+    if (!begin.run() || begin.last_rows() != 0) throw std::logic_error("a fresh key was found");
     c.transfer(id);
     pq::pipeline end(c.conn);
     end.prepared(table.insert_completed, done).prepared("s_commit", {});
@@ -219,6 +232,7 @@ void run_postgresql_steady(const options& o, report& out) {
             const std::vector<std::function<double()>> subjects{
                 timed(bare),
                 timed([&](client& c, std::uint64_t id) { idem_fast_path(exec, c, id); }),
+                timed([&](client& c, std::uint64_t id) { idem_fast_path(exec, c, id, true); }),
                 timed([](client& c, std::uint64_t id) { reserve_first(c, id, current); }),
                 timed([](client& c, std::uint64_t id) { reserve_first(c, id, first_schema); }),
                 timed([](client& c, std::uint64_t id) { optimistic(c, id, current); }),
@@ -228,7 +242,7 @@ void run_postgresql_steady(const options& o, report& out) {
             const std::vector<double> rates = compare_all(subjects, o.rounds);
             const std::string config = "synchronous_commit=" + std::string(sync) + ", " + std::to_string(clients) +
                                        (clients == 1 ? " client" : " clients");
-            const char* names[] = {"bare", "idem", "hand", "hand-first-schema", "hand-optimistic", "lean-reserve",
+            const char* names[] = {"bare", "idem", "idem-reserve-first", "hand", "hand-first-schema", "hand-optimistic", "lean-reserve",
                                    "lean-optimistic"};
             for (std::size_t v = 1; v < rates.size(); ++v)
                 out.add({.group = "pg-steady", .name = config, .subject = names[v], .baseline = "bare",

@@ -15,6 +15,7 @@
 #include <soci/sqlite3/soci-sqlite3.h>
 
 #include "bench.hpp"
+#include "idem/execute_in_transaction.hpp"
 #include "idem/executor.hpp"
 #include "idem/sqlite_store.hpp"
 #include "idem/transaction_runner.hpp"
@@ -186,13 +187,15 @@ void bare(bank& b, std::uint64_t id) {
     b.commit.run();
 }
 
-void idem_inside(bank& b, executor& exec, std::uint64_t id) {
-    b.runner->run([&](transaction& tx) {
-        require_executed(exec.execute(tx, transfer_key(id), "fp", {}, [&] {
-            b.transfer(id);
-            return std::string("ok");
-        }, string_codec{}));
-    });
+// execute_in_transaction: by default the lookup, the work and one INSERT;
+// `reserve_first` as before the one-statement form (reserve, work, complete).
+void idem_inside(bank& b, executor& exec, std::uint64_t id, bool reserve_first = false) {
+    require_executed(execute_in_transaction(exec, *b.runner, transfer_key(id), "fp", {.reserve_first = reserve_first},
+                                            [&](transaction&) {
+                                                b.transfer(id);
+                                                return std::string("ok");
+                                            },
+                                            string_codec{}));
 }
 
 void reserve_first(bank& b, std::uint64_t id) {
@@ -253,6 +256,7 @@ void run_sqlite_steady(const options& o, report& out) {
         const std::vector<std::function<double()>> subjects{
             timed([&](std::uint64_t id) { bare(b, id); }),
             timed([&](std::uint64_t id) { idem_inside(b, exec, id); }),
+            timed([&](std::uint64_t id) { idem_inside(b, exec, id, true); }),
             timed([&](std::uint64_t id) { reserve_first(b, id); }),
             timed([&](std::uint64_t id) { one_write(b, b.lookup, b.insert_completed, 32, true, id); }),
             timed([&](std::uint64_t id) { one_write(b, b.unindexed_lookup, b.unindexed_insert, 32, true, id); }),
@@ -260,7 +264,7 @@ void run_sqlite_steady(const options& o, report& out) {
             timed([&](std::uint64_t id) { one_write(b, b.lean_norowid_lookup, b.lean_norowid_insert, 16, false, id); }),
         };
         const std::vector<double> rates = compare_all(subjects, o.rounds);
-        const char* names[] = {"bare", "idem", "hand", "hand-one-write", "unindexed-one-write", "lean-rowid", "lean-without-rowid"};
+        const char* names[] = {"bare", "idem", "idem-reserve-first", "hand", "hand-one-write", "unindexed-one-write", "lean-rowid", "lean-without-rowid"};
         for (std::size_t v = 1; v < rates.size(); ++v)
             out.add({.group = "sqlite-steady", .name = std::string("WAL, synchronous=") + level_name(sync) + ", 1 client",
                      .subject = names[v], .baseline = "bare",
