@@ -37,10 +37,9 @@ std::vector<std::string> column(PGconn* conn, const std::string& sql) {
 
 // The table as a retention window leaves it: rows in insertion order, the
 // oldest `expired` of them past their retention of a day, the rest written an
-// hour ago;
-// 100-byte random payloads and the key sizes the payments service writes. The
-// indexes the migrations define are dropped for the fill and built afterwards
-// (a sort each, instead of ten million random insertions).
+// hour ago; 100-byte random payloads and the key sizes the payments service
+// writes. The indexes the migrations define are dropped for the fill and built
+// afterwards (a sort each, instead of ten million random insertions).
 void fill(PGconn* conn, std::size_t rows, std::size_t expired) {
     pq::execute(conn, "CREATE EXTENSION IF NOT EXISTS pgcrypto");
     pq::execute(conn, "TRUNCATE idem_records");
