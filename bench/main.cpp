@@ -1,7 +1,7 @@
 // idem-bench: what idempotency costs, measured against the bare work in the same run.
-//   idem-bench [--scenario all|memory|sqlite|postgresql|pg-clients|sqlite-steady|pg-steady] [--seconds S]
-//              [--rounds N] [--sqlite-dir D] [--postgresql CONNINFO] [--clients N] [--rows N]
-//              [--client-counts 1,8,16]
+//   idem-bench [--scenario all|memory|sqlite|postgresql|pg-clients|sqlite-steady|pg-steady|pg-purge]
+//              [--seconds S] [--rounds N] [--sqlite-dir D] [--postgresql CONNINFO] [--clients N] [--rows N]
+//              [--client-counts 1,8,16] [--expired N]
 // "all" runs the hot-row scenarios; the steady-state ones prefill their tables
 // first (--rows records) and run on their own.
 #include <cstdio>
@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
         else if (flag == "--postgresql") o.postgresql = value;
         else if (flag == "--clients") o.clients = std::stoi(value);
         else if (flag == "--rows") o.steady_rows = std::stoull(value);
+        else if (flag == "--expired") o.expired_rows = std::stoull(value);
         else if (flag == "--client-counts") {
             o.client_counts.clear();
             for (std::size_t at = 0; at < value.size();) {
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
     if ((scenario == "all" || scenario == "postgresql") && !o.postgresql.empty()) idem::bench::run_postgresql(o, out);
     if (scenario == "pg-clients") idem::bench::run_postgresql_clients(o, o.clients, out);
     if (scenario == "pg-steady") idem::bench::run_postgresql_steady(o, out);
+    if (scenario == "pg-purge") idem::bench::run_postgresql_purge(o, out);
 #endif
     out.print_json();
     return 0;

@@ -66,11 +66,11 @@ std::string base64url(std::span<const std::byte> data) {
 
 std::string hex(std::span<const std::byte> data) {
     static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(data.size() * 2);
+    std::string out(data.size() * 2, '\0');
+    char* next = out.data();
     for (std::byte b : data) {
-        out.push_back(digits[std::to_integer<unsigned>(b) >> 4]);
-        out.push_back(digits[std::to_integer<unsigned>(b) & 0xF]);
+        *next++ = digits[std::to_integer<unsigned>(b) >> 4];
+        *next++ = digits[std::to_integer<unsigned>(b) & 0xF];
     }
     return out;
 }

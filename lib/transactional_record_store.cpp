@@ -1,6 +1,5 @@
 #include "idem/transactional_record_store.hpp"
 
-#include <atomic>
 #include <stdexcept>
 
 namespace idem {
@@ -12,11 +11,6 @@ void require_active(const transaction& tx) {
 }
 
 }  // namespace
-
-std::uint64_t transaction::new_cache_owner() noexcept {
-    static std::atomic<std::uint64_t> counter{0};
-    return ++counter;
-}
 
 std::string_view to_string(transaction_state state) noexcept {
     switch (state) {

@@ -11,8 +11,6 @@
 //   });
 #pragma once
 
-#include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -34,7 +32,9 @@ enum class transaction_state {
 
 [[nodiscard]] IDEM_API std::string_view to_string(transaction_state state) noexcept;
 
-enum class sql_dialect { sqlite, postgresql };
+namespace detail {
+class sql_transaction;
+}
 
 class IDEM_API transaction {
 public:
@@ -43,18 +43,15 @@ public:
     // The session the business writes and the store's statements share.
     [[nodiscard]] virtual soci::session& session() = 0;
     [[nodiscard]] virtual transaction_state state() const noexcept = 0;
-    [[nodiscard]] virtual sql_dialect dialect() const noexcept = 0;
 
     // Runs `work` behind a savepoint: released when it returns; when it throws,
     // rolled back to (undoing only what `work` did) and the exception rethrown.
     template <class Work>
     decltype(auto) savepoint(Work&& work);
 
-    // A slot per owner (a store) that lives as long as this connection's
-    // runner, for per-connection state such as prepared statements.
-    [[nodiscard]] virtual std::shared_ptr<void>& connection_cache(std::uint64_t owner) = 0;
-    // A process-wide unique owner id for connection_cache (one per store, say).
-    [[nodiscard]] static std::uint64_t new_cache_owner() noexcept;
+    // What idem's SQL stores need of the runner (its dialect, per-connection
+    // state, the fast path); opaque to applications.
+    [[nodiscard]] virtual detail::sql_transaction& internals() noexcept = 0;
 
 protected:
     // Opens a savepoint and returns its name.

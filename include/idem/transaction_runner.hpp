@@ -69,7 +69,6 @@ public:
     }
 
     [[nodiscard]] soci::session& session() const noexcept;
-    [[nodiscard]] sql_dialect dialect() const noexcept;
     [[nodiscard]] bool in_transaction() const noexcept;
     // The open transaction's state, else the last one's; empty before the first run.
     [[nodiscard]] std::optional<transaction_state> last_state() const noexcept;

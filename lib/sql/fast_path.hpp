@@ -1,5 +1,5 @@
-// What a runner's transaction offers the PostgreSQL store beyond
-// idem::transaction: the fewer round trips of execute_in_transaction.
+// The part of a runner's transaction internals (sql_transaction.hpp) that
+// gives the PostgreSQL store the fewer round trips of execute_in_transaction.
 //
 // There the executor opens the transaction itself, so the runner can hold
 // BEGIN back until the store's first statement (the reserve), which sends both

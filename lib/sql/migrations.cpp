@@ -6,13 +6,11 @@
 
 #include "idem/error.hpp"
 #include "sql/soci_errors.hpp"
+#include "sql/sql_dialect.hpp"
+#include "sql/sql_transaction.hpp"
 
 namespace idem::detail {
 namespace {
-
-// pg_advisory_xact_lock key: "idem" in ASCII. Concurrent CREATE TABLE IF NOT
-// EXISTS can fail on PostgreSQL, so every migrating process queues here first.
-constexpr const char* postgresql_lock = "SELECT pg_advisory_xact_lock(1768187245)";
 
 constexpr const char* create_versions =
     "CREATE TABLE IF NOT EXISTS idem_schema_versions ("
@@ -35,7 +33,8 @@ std::vector<std::string> apply_migrations(transaction_runner& runner, std::span<
         soci::session& session = tx.session();
         std::set<int> applied;
         try {
-            if (tx.dialect() == sql_dialect::postgresql) session << postgresql_lock;
+            if (const std::string_view lock = tx.internals().dialect().migration_lock(); !lock.empty())
+                session << std::string(lock);
             session << create_versions;
             applied = applied_versions(session);
         } catch (...) {

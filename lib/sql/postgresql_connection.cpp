@@ -8,6 +8,7 @@
 #include "sql/postgresql_native.hpp"
 #include "sql/soci_errors.hpp"
 #include "sql/sql_connection.hpp"
+#include "sql/sql_dialect.hpp"
 
 namespace idem::detail {
 namespace {
@@ -58,31 +59,58 @@ private:
     std::string begin_sql_;
 };
 
-std::unique_ptr<sql_connection> make_postgresql_connection(soci::session& session, std::string begin_sql) {
-    return std::make_unique<postgresql_connection>(session, std::move(begin_sql));
+std::string begin_at(isolation_level level) {
+    switch (level) {
+        case isolation_level::read_committed: return "BEGIN ISOLATION LEVEL READ COMMITTED";
+        case isolation_level::repeatable_read: return "BEGIN ISOLATION LEVEL REPEATABLE READ";
+        case isolation_level::serializable: return "BEGIN ISOLATION LEVEL SERIALIZABLE";
+        case isolation_level::database_default: break;
+    }
+    return "BEGIN";
 }
 
-void translate_postgresql_error(std::string_view what, soci::session* session) {
-    try {
-        throw;
-    } catch (const soci::postgresql_soci_error& e) {
-        // SOCI keeps the SQLSTATE (blank when libpq had none, as for a dropped connection).
-        std::string sqlstate = e.sqlstate();
-        if (sqlstate.find_first_not_of(' ') == std::string::npos) sqlstate.clear();
-        const PGconn* conn = nullptr;
-        if (session != nullptr && session->get_backend() != nullptr) conn = pg::native_handle(*session);
-        if (!sqlstate.empty() || conn != nullptr) throw pg::error(conn, sqlstate, what);
-        // Otherwise SOCI's category says enough: the generic translation follows.
-    } catch (...) {
-        // Not PostgreSQL's: the generic translation follows.
+class postgresql_dialect final : public sql_dialect {
+public:
+    [[nodiscard]] std::string_view soci_backend() const noexcept override { return "postgresql"; }
+
+    [[nodiscard]] std::string begin_sql(const transaction_options& options) const override {
+        return begin_at(options.isolation);
     }
-}
+
+    [[nodiscard]] std::unique_ptr<sql_connection> connect(soci::session& session,
+                                                          std::string begin_sql) const override {
+        return std::make_unique<postgresql_connection>(session, std::move(begin_sql));
+    }
+
+    void translate_error(std::string_view what, soci::session* session) const override {
+        try {
+            throw;
+        } catch (const soci::postgresql_soci_error& e) {
+            // SOCI keeps the SQLSTATE (blank when libpq had none, as for a dropped connection).
+            std::string sqlstate = e.sqlstate();
+            if (sqlstate.find_first_not_of(' ') == std::string::npos) sqlstate.clear();
+            const PGconn* conn = nullptr;
+            if (session != nullptr && session->get_backend() != nullptr) conn = pg::native_handle(*session);
+            if (!sqlstate.empty() || conn != nullptr) throw pg::error(conn, sqlstate, what);
+            // Otherwise SOCI's category says enough: the generic translation follows.
+        } catch (...) {
+            // Not PostgreSQL's: the generic translation follows.
+        }
+    }
+
+    // pg_advisory_xact_lock key: "idem" in ASCII. Concurrent CREATE TABLE IF NOT
+    // EXISTS can fail on PostgreSQL, so every migrating process queues here first.
+    [[nodiscard]] std::string_view migration_lock() const noexcept override {
+        return "SELECT pg_advisory_xact_lock(1768187245)";
+    }
+};
+
+const postgresql_dialect the_dialect;
 
 }  // namespace
 
-void pg::use_native_connections() noexcept {
-    provide_native_connection(sql_dialect::postgresql, make_postgresql_connection);
-    provide_driver_error_translator(sql_dialect::postgresql, translate_postgresql_error);
-}
+const sql_dialect& pg::dialect() noexcept { return the_dialect; }
+
+void pg::install_dialect() noexcept { register_dialect(the_dialect); }
 
 }  // namespace idem::detail

@@ -13,7 +13,6 @@
 #include <type_traits>
 
 #include "internal/saturating_time.hpp"
-#include "sql/sql_connection.hpp"
 
 namespace idem::detail::pg {
 namespace {
@@ -57,7 +56,7 @@ const char* describe(store_failure failure, std::string_view sqlstate) noexcept 
 }  // namespace
 
 PGconn* native_handle(soci::session& session) {
-    if (dialect_of(session) != sql_dialect::postgresql)
+    if (session.get_backend() == nullptr || session.get_backend_name() != "postgresql")
         throw std::invalid_argument("idem: the session is not a PostgreSQL session");
     return static_cast<soci::postgresql_session_backend*>(session.get_backend())->conn_;
 }

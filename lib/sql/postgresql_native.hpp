@@ -21,6 +21,10 @@ namespace soci {
 class session;
 }
 
+namespace idem::detail {
+class sql_dialect;
+}
+
 namespace idem::detail::pg {
 
 // The type OIDs statements declare (pg_type_d.h is a server header).
@@ -32,10 +36,10 @@ inline constexpr Oid interval_oid = 1186;
 // The connection of a connected postgresql session; std::invalid_argument for any other session.
 [[nodiscard]] PGconn* native_handle(soci::session& session);
 
-// From now on transaction runners speak to PostgreSQL sessions through libpq
-// (exact SQLSTATEs, the fast path) and read SOCI's PostgreSQL errors by their
-// SQLSTATE. The PostgreSQL store's library calls it as it loads.
-void use_native_connections() noexcept;
+// PostgreSQL as the runner speaks it (through libpq: exact SQLSTATEs, the
+// fast path), registered by the PostgreSQL store's library as it loads.
+[[nodiscard]] const sql_dialect& dialect() noexcept;
+void install_dialect() noexcept;
 // The connection is gone (the server went away, or a read or write on it failed).
 [[nodiscard]] bool broken(const PGconn* conn) noexcept;
 // For a connection that sat idle in a pool: reads what the server sent meanwhile

@@ -1,9 +1,7 @@
 // Control statements through SOCI itself: the runner's path for a dialect
-// whose native connection is not loaded (see provide_native_connection).
+// without a connection of its own (see sql_dialect::connect).
 #include <soci/session.h>
 
-#include <array>
-#include <atomic>
 #include <stdexcept>
 
 #include "sql/soci_errors.hpp"
@@ -42,30 +40,8 @@ void sql_connection::finish(deferred_statement&, bool) {
     throw std::logic_error("idem: only PostgreSQL transactions defer statements");
 }
 
-sql_dialect dialect_of(soci::session& session) {
-    if (session.get_backend() == nullptr)
-        throw std::invalid_argument("idem: the SOCI session is not connected");
-    const std::string backend = session.get_backend_name();
-    if (backend == "sqlite3") return sql_dialect::sqlite;
-    if (backend == "postgresql") return sql_dialect::postgresql;
-    throw std::invalid_argument("idem: SOCI backend '" + backend + "' is not supported (sqlite3, postgresql)");
-}
-
 std::unique_ptr<sql_connection> make_soci_connection(soci::session& session, std::string begin_sql) {
     return std::make_unique<soci_connection>(session, std::move(begin_sql));
-}
-
-namespace {
-// One per sql_dialect; set when a driver's library loads, read by every runner after.
-std::array<std::atomic<native_connection_factory>, 2> native_connections{};
-}  // namespace
-
-void provide_native_connection(sql_dialect dialect, native_connection_factory factory) noexcept {
-    native_connections.at(static_cast<std::size_t>(dialect)).store(factory);
-}
-
-native_connection_factory native_connection(sql_dialect dialect) noexcept {
-    return native_connections.at(static_cast<std::size_t>(dialect)).load();
 }
 
 }  // namespace idem::detail

@@ -2,11 +2,10 @@
 
 #include <soci/error.h>
 
-#include <array>
-#include <atomic>
 #include <string>
 
 #include "idem/error.hpp"
+#include "sql/sql_dialect.hpp"
 
 namespace idem::detail {
 namespace {
@@ -31,18 +30,10 @@ translation translate(soci::soci_error::error_category category) {
     return {store_failure::other, "database error"};
 }
 
-// One per sql_dialect; set when a driver's library loads, read by every failure after.
-std::array<std::atomic<driver_error_translator>, 2> translators{};
-
 }  // namespace
 
-void provide_driver_error_translator(sql_dialect dialect, driver_error_translator translator) noexcept {
-    translators.at(static_cast<std::size_t>(dialect)).store(translator);
-}
-
 void rethrow_soci_as_store_error(std::string_view what, soci::session* session) {
-    for (const auto& translator : translators)
-        if (const driver_error_translator driver = translator.load()) driver(what, session);
+    translate_driver_error(what, session);
     try {
         throw;
     } catch (const soci::soci_error& e) {

@@ -5,7 +5,6 @@
 #include <string_view>
 
 #include "idem/export.hpp"
-#include "idem/transaction.hpp"
 
 namespace soci {
 class session;
@@ -16,13 +15,7 @@ namespace idem::detail {
 // Call inside a catch block: rethrows a soci::soci_error as idem::store_error
 // naming `what`; anything else is rethrown unchanged. With the session the
 // statement ran on, a PostgreSQL connection that broke is connection_lost.
+// The registered dialects read their driver's exceptions first (sql_dialect.hpp).
 [[noreturn]] IDEM_API void rethrow_soci_as_store_error(std::string_view what, soci::session* session = nullptr);
-
-// A driver's own reading of its SOCI errors (SQLSTATEs, broken connections),
-// provided by the library that links the driver: called inside the catch
-// block, it throws the store_error when it recognises the exception and
-// returns otherwise.
-using driver_error_translator = void (*)(std::string_view what, soci::session* session);
-IDEM_API void provide_driver_error_translator(sql_dialect dialect, driver_error_translator translator) noexcept;
 
 }  // namespace idem::detail

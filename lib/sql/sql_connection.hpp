@@ -7,7 +7,10 @@
 #include <string_view>
 
 #include "idem/export.hpp"
-#include "idem/transaction_runner.hpp"
+
+namespace soci {
+class session;
+}
 
 namespace idem::detail {
 
@@ -32,18 +35,7 @@ public:
     [[nodiscard]] virtual bool broken() noexcept { return false; }
 };
 
-// The dialect a connected session speaks; std::invalid_argument for anything else.
-[[nodiscard]] IDEM_API sql_dialect dialect_of(soci::session& session);
-
+// Control statements through SOCI itself, for a dialect without a connection of its own.
 [[nodiscard]] std::unique_ptr<sql_connection> make_soci_connection(soci::session& session, std::string begin_sql);
-
-// A dialect's connection through its driver's own API, provided by the library
-// that links the driver, when it is loaded: the SQLite store's library
-// (sqlite3) provides SQLite's, the PostgreSQL store's library (libpq)
-// PostgreSQL's, so idem_sql itself links no driver. Without one the runner
-// speaks to that dialect through SOCI.
-using native_connection_factory = std::unique_ptr<sql_connection> (*)(soci::session& session, std::string begin_sql);
-IDEM_API void provide_native_connection(sql_dialect dialect, native_connection_factory factory) noexcept;
-[[nodiscard]] native_connection_factory native_connection(sql_dialect dialect) noexcept;
 
 }  // namespace idem::detail

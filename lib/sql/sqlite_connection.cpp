@@ -5,6 +5,7 @@
 
 #include "sql/soci_errors.hpp"
 #include "sql/sql_connection.hpp"
+#include "sql/sql_dialect.hpp"
 #include "sql/sqlite_native.hpp"
 
 namespace idem::detail {
@@ -53,28 +54,36 @@ private:
     std::optional<statements> statements_;
 };
 
-// Its BEGIN is always BEGIN IMMEDIATE, as the runner asks.
-std::unique_ptr<sql_connection> make_sqlite_connection(soci::session& session, std::string /*begin_sql*/) {
-    return std::make_unique<sqlite_connection>(session);
-}
+class sqlite_dialect final : public sql_dialect {
+public:
+    [[nodiscard]] std::string_view soci_backend() const noexcept override { return "sqlite3"; }
 
-// SOCI's SQLite error keeps the result code: it tells a busy database and a
-// constraint apart. The message is SQLite's generic text for the code.
-void translate_sqlite_error(std::string_view what, soci::session*) {
-    try {
-        throw;
-    } catch (const soci::sqlite3_soci_error& e) {
-        throw sqlite::error(e.result(), std::string(what) + " failed");
-    } catch (...) {
-        // Not SQLite's: the generic translation follows.
+    // SQLite transactions are serializable whatever the options say.
+    [[nodiscard]] std::string begin_sql(const transaction_options&) const override { return "BEGIN IMMEDIATE"; }
+
+    [[nodiscard]] std::unique_ptr<sql_connection> connect(soci::session& session, std::string) const override {
+        return std::make_unique<sqlite_connection>(session);
     }
-}
+
+    // SOCI's SQLite error keeps the result code: it tells a busy database and a
+    // constraint apart. The message is SQLite's generic text for the code.
+    void translate_error(std::string_view what, soci::session*) const override {
+        try {
+            throw;
+        } catch (const soci::sqlite3_soci_error& e) {
+            throw sqlite::error(e.result(), std::string(what) + " failed");
+        } catch (...) {
+            // Not SQLite's: the generic translation follows.
+        }
+    }
+};
+
+const sqlite_dialect the_dialect;
 
 }  // namespace
 
-void sqlite::use_native_connections() noexcept {
-    provide_native_connection(sql_dialect::sqlite, make_sqlite_connection);
-    provide_driver_error_translator(sql_dialect::sqlite, translate_sqlite_error);
-}
+const sql_dialect& sqlite::dialect() noexcept { return the_dialect; }
+
+void sqlite::install_dialect() noexcept { register_dialect(the_dialect); }
 
 }  // namespace idem::detail

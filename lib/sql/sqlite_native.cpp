@@ -5,12 +5,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "sql/sql_connection.hpp"
 
 namespace idem::detail::sqlite {
 
 database* native_handle(soci::session& session) {
-    if (dialect_of(session) != sql_dialect::sqlite)
+    if (session.get_backend() == nullptr || session.get_backend_name() != "sqlite3")
         throw std::invalid_argument("idem: the session is not a SQLite session");
     return static_cast<soci::sqlite3_session_backend*>(session.get_backend())->conn_;
 }

@@ -18,13 +18,18 @@ namespace soci {
 class session;
 }
 
+namespace idem::detail {
+class sql_dialect;
+}
+
 namespace idem::detail::sqlite {
 
 using database = sqlite_api::sqlite3;
 
-// From now on transaction runners speak to SQLite sessions through their
-// native handle. The SQLite store's library calls it as it loads.
-void use_native_connections() noexcept;
+// SQLite as the runner speaks it (through the native handle), registered by
+// the SQLite store's library as it loads.
+[[nodiscard]] const sql_dialect& dialect() noexcept;
+void install_dialect() noexcept;
 
 // The handle of a connected sqlite3 session; std::invalid_argument for any other session.
 [[nodiscard]] database* native_handle(soci::session& session);

@@ -1,39 +1,22 @@
 #include "idem/transaction_runner.hpp"
 
+#include <atomic>
 #include <exception>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
 #include "idem/error.hpp"
-#include "sql/fast_path.hpp"
 #include "sql/open_transactions.hpp"
 #include "sql/sql_connection.hpp"
+#include "sql/sql_dialect.hpp"
+#include "sql/sql_transaction.hpp"
 
 namespace idem {
 namespace {
 
 // Runners begin and end a transaction on the same thread (run() is synchronous).
 thread_local std::vector<transaction*> open_on_this_thread;
-
-std::string postgresql_begin(isolation_level level) {
-    switch (level) {
-        case isolation_level::read_committed: return "BEGIN ISOLATION LEVEL READ COMMITTED";
-        case isolation_level::repeatable_read: return "BEGIN ISOLATION LEVEL REPEATABLE READ";
-        case isolation_level::serializable: return "BEGIN ISOLATION LEVEL SERIALIZABLE";
-        case isolation_level::database_default: break;
-    }
-    return "BEGIN";
-}
-
-std::unique_ptr<detail::sql_connection> connect(soci::session& session, sql_dialect dialect,
-                                                const transaction_options& options) {
-    // SQLite: IMMEDIATE takes the write lock up front, so a writer waits (busy
-    // timeout) at BEGIN instead of failing at its first write.
-    std::string begin = dialect == sql_dialect::postgresql ? postgresql_begin(options.isolation) : "BEGIN IMMEDIATE";
-    if (const auto native = detail::native_connection(dialect)) return native(session, std::move(begin));
-    return detail::make_soci_connection(session, std::move(begin));
-}
 
 // Throws a transaction_error carrying `cause` (the exception that made us roll
 // back) as its nested exception, so the caller still sees why.
@@ -49,10 +32,12 @@ std::unique_ptr<detail::sql_connection> connect(soci::session& session, sql_dial
 
 }  // namespace
 
-class IDEM_LOCAL transaction_runner::impl final : public transaction, public detail::fast_path {
+class IDEM_LOCAL transaction_runner::impl final : public transaction, public detail::sql_transaction {
 public:
     impl(soci::session& session, const transaction_options& options)
-        : session_(session), dialect_(detail::dialect_of(session)), connection_(connect(session, dialect_, options)) {}
+        : session_(session),
+          dialect_(detail::dialect_of(session)),
+          connection_(dialect_.connect(session, dialect_.begin_sql(options))) {}
 
     ~impl() override {
         if (!open_ || begin_held_) return;
@@ -69,7 +54,10 @@ public:
         return session_;
     }
     [[nodiscard]] transaction_state state() const noexcept override { return state_; }
-    [[nodiscard]] sql_dialect dialect() const noexcept override { return dialect_; }
+    detail::sql_transaction& internals() noexcept override { return *this; }
+
+    // detail::sql_transaction
+    [[nodiscard]] const detail::sql_dialect& dialect() const noexcept override { return dialect_; }
     std::shared_ptr<void>& connection_cache(std::uint64_t owner) override { return cache_[owner]; }
 
     [[nodiscard]] bool open() const noexcept { return open_; }
@@ -221,7 +209,7 @@ private:
     }
 
     soci::session& session_;
-    sql_dialect dialect_;
+    const detail::sql_dialect& dialect_;
     std::unique_ptr<detail::sql_connection> connection_;
     std::unordered_map<std::uint64_t, std::shared_ptr<void>> cache_;
     std::unique_ptr<detail::deferred_statement> deferred_;
@@ -238,13 +226,17 @@ private:
 
 std::span<transaction* const> detail::open_transactions() noexcept { return open_on_this_thread; }
 
+std::uint64_t detail::new_connection_cache_owner() noexcept {
+    static std::atomic<std::uint64_t> counter{0};
+    return ++counter;
+}
+
 transaction_runner::transaction_runner(soci::session& session, transaction_options options)
     : impl_(std::make_unique<impl>(session, options)) {}
 
 transaction_runner::~transaction_runner() = default;
 
 soci::session& transaction_runner::session() const noexcept { return impl_->session_; }
-sql_dialect transaction_runner::dialect() const noexcept { return impl_->dialect(); }
 bool transaction_runner::in_transaction() const noexcept { return impl_->open(); }
 
 std::optional<transaction_state> transaction_runner::last_state() const noexcept {

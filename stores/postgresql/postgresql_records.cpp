@@ -154,18 +154,14 @@ FROM idem_records WHERE key_hash = $1)",
                                       inspect_types, "inspecting a record"};
 
 // The threshold is read once (an InitPlan): clock_timestamp() itself is
-// volatile. No index serves expires_at (so that a completion touches no index
-// and is a HOT update): counting reads the whole table, an administrator's
-// question, not the hot path's.
+// volatile. Counting reads the expired rows' entries of the expires_at index.
 constexpr Oid count_expired_types[] = {interval_oid};
 constexpr statement_text count_expired_text{R"(
 SELECT count(*) FROM idem_records WHERE expires_at <= (SELECT clock_timestamp() - $1))",
                                             count_expired_types, "counting expired records"};
 
-// Oldest rows first, through the inserted_at index: rows expire roughly in the
-// order they were inserted, so a batch finds its expired rows at the front and
-// stops there; only the last batch of a purge, which finds fewer than it may
-// take, reads past the rows still live.
+// Earliest expiry first, through the expires_at index, which the scan leaves
+// at the first row still live: a batch reads only rows it may delete.
 // SKIP LOCKED: concurrent purges take disjoint rows and never wait, and a row a
 // reserve is taking over right now is left to it. Locking re-checks the
 // condition on the row's latest version, so a row revived meanwhile is spared.
@@ -174,7 +170,7 @@ constexpr Oid purge_types[] = {interval_oid, int8_oid};
 constexpr statement_text purge_text{R"(
 DELETE FROM idem_records WHERE key_hash = ANY (ARRAY(
     SELECT key_hash FROM idem_records WHERE expires_at <= (SELECT clock_timestamp() - $1)
-    ORDER BY inserted_at LIMIT $2 FOR UPDATE SKIP LOCKED)))",
+    ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)))",
                                     purge_types, "purging expired records"};
 
 #undef IDEM_READ_COMMITTED

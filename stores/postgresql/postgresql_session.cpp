@@ -13,9 +13,9 @@
 namespace idem {
 namespace {
 
-// Runners get libpq's connection as soon as this library is loaded (a static
+// Runners know PostgreSQL, through libpq, as soon as this library is loaded (a static
 // link keeps this file with open_postgresql_session, which every use calls).
-const bool native_connections = (detail::pg::use_native_connections(), true);
+const bool dialect_installed = (detail::pg::install_dialect(), true);
 
 // The connection string in the one form SOCI 4.0 passes to libpq unchanged.
 // SOCI splits the string at spaces into key=value tokens and joins them back

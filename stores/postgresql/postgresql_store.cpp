@@ -5,6 +5,7 @@
 #include "idem/purge.hpp"
 #include "postgresql_pool.hpp"
 #include "sql/migrations.hpp"
+#include "sql/sql_transaction.hpp"
 
 namespace idem {
 namespace detail {
@@ -46,10 +47,10 @@ struct IDEM_LOCAL postgresql_store::impl {
 
     // The statements of the connection `session` (the transaction's) has now, prepared on first use.
     pg::record_statements& statements(transaction& tx, soci::session& session) {
-        if (tx.dialect() != sql_dialect::postgresql)
+        if (&tx.internals().dialect() != &pg::dialect())
             throw std::invalid_argument("idem: the transaction is not a PostgreSQL transaction");
         PGconn* conn = pg::native_handle(session);
-        std::shared_ptr<void>& slot = tx.connection_cache(id);
+        std::shared_ptr<void>& slot = tx.internals().connection_cache(id);
         auto* cached = static_cast<pg::record_statements*>(slot.get());
         if (cached != nullptr && cached->serves(conn)) return *cached;
         require_same_database(conn);
@@ -70,7 +71,7 @@ struct IDEM_LOCAL postgresql_store::impl {
     postgresql_store_options options;
     std::unique_ptr<pg::connection_pool> pool;
     std::string database;
-    const std::uint64_t id = transaction::new_cache_owner();
+    const std::uint64_t id = detail::new_connection_cache_owner();
 };
 
 postgresql_store::postgresql_store(postgresql_store_options options)
@@ -130,9 +131,9 @@ std::size_t postgresql_store::do_purge_expired(std::size_t limit) {
 reservation postgresql_store::do_try_reserve_in(transaction& tx, const record_key& key, std::string_view fingerprint,
                                                 duration lease) {
     // In a runner's transaction a held-back BEGIN goes out with the reserve, in one round trip.
-    auto* fast = dynamic_cast<detail::fast_path*>(&tx);
-    pg::record_statements& s = impl_->statements(tx, fast != nullptr ? fast->store_session() : tx.session());
-    return s.try_reserve_in(key, fingerprint, detail::new_token(), lease, fast);
+    detail::fast_path& fast = tx.internals();
+    pg::record_statements& s = impl_->statements(tx, fast.store_session());
+    return s.try_reserve_in(key, fingerprint, detail::new_token(), lease, &fast);
 }
 
 bool postgresql_store::do_complete_in(transaction& tx, const record_key& key, std::string_view token,
@@ -141,9 +142,9 @@ bool postgresql_store::do_complete_in(transaction& tx, const record_key& key, st
     // The fast path: this transaction reserved the key (and holds its row
     // locked), the operation has returned, and COMMIT comes next; the completing
     // statement rides with it and fails the commit if it completes nothing.
-    auto* fast = dynamic_cast<detail::fast_path*>(&tx);
-    if (fast != nullptr && fast->may_defer() && s.reserved_in(fast->serial(), key, token)) {
-        fast->defer(s.complete_at_commit(key, token, payload, retention));
+    detail::fast_path& fast = tx.internals();
+    if (fast.may_defer() && s.reserved_in(fast.serial(), key, token)) {
+        fast.defer(s.complete_at_commit(key, token, payload, retention));
         return true;
     }
     return s.complete(key, token, fingerprint, payload, retention);

@@ -18,9 +18,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Runners get SQLite's native connection as soon as this library is loaded (a
+// Runners know SQLite, through its native handle, as soon as this library is loaded (a
 // static link keeps this file with open_sqlite_session, which every use calls).
-const bool native_connections = (detail::sqlite::use_native_connections(), true);
+const bool dialect_installed = (detail::sqlite::install_dialect(), true);
 
 // SQLite's own busy handler sleeps 1, 2, 5, 10... ms between attempts, while a
 // write transaction here usually holds the lock for tens of microseconds. This

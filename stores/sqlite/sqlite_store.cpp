@@ -7,6 +7,7 @@
 #include "idem/purge.hpp"
 #include "sql/migrations.hpp"
 #include "sql/open_transactions.hpp"
+#include "sql/sql_transaction.hpp"
 #include "sqlite_admin.hpp"
 #include "sqlite_pool.hpp"
 #include "sqlite_records.hpp"
@@ -74,7 +75,7 @@ struct IDEM_LOCAL sqlite_store::impl {
         const auto open = detail::open_transactions();
         for (auto it = open.rbegin(); it != open.rend(); ++it) {
             transaction* tx = *it;
-            if (tx->dialect() == sql_dialect::sqlite && file_of(sqlite::native_handle(tx->session())) == file) return tx;
+            if (&tx->internals().dialect() == &sqlite::dialect() && file_of(sqlite::native_handle(tx->session())) == file) return tx;
         }
         return nullptr;
     }
@@ -86,7 +87,7 @@ struct IDEM_LOCAL sqlite_store::impl {
     template <class Statements>
     Statements& prepared(transaction& tx, std::uint64_t slot_owner) {
         sqlite::database* db = sqlite::native_handle(tx.session());
-        std::shared_ptr<void>& slot = tx.connection_cache(slot_owner);
+        std::shared_ptr<void>& slot = tx.internals().connection_cache(slot_owner);
         auto* cached = static_cast<Statements*>(slot.get());
         if (cached != nullptr && cached->db() == db) return *cached;
         require_same_file(db);
@@ -117,8 +118,8 @@ struct IDEM_LOCAL sqlite_store::impl {
     sqlite_store_options options;
     std::unique_ptr<sqlite::connection_pool> pool;
     std::string file;
-    const std::uint64_t id = transaction::new_cache_owner();
-    const std::uint64_t admin_id = transaction::new_cache_owner();
+    const std::uint64_t id = detail::new_connection_cache_owner();
+    const std::uint64_t admin_id = detail::new_connection_cache_owner();
 };
 
 sqlite_store::sqlite_store(sqlite_store_options options) : impl_(std::make_unique<impl>(std::move(options))) {

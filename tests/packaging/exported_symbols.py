@@ -22,14 +22,17 @@ ALLOWED = [
     (r"^idem::detail::(check_fingerprint|check_token|check_duration|new_token)$", {"libidem"}),
     # The SQL plumbing the SQLite and PostgreSQL store libraries are built on,
     # exported by idem_sql for them (lib/sql/*.hpp, not installed): SOCI error
-    # translation, migrations, the transactions open on a thread, the dialect
-    # of a session, and the interface of the native connection each store
-    # library provides to the runner.
-    (r"^idem::detail::(rethrow_soci_as_store_error|provide_driver_error_translator|provide_native_connection"
-     r"|apply_migrations|open_transactions|dialect_of)$", {"libidem_sql"}),
-    (r"^idem::detail::sql_connection(::|$)", {"libidem_sql", "libidem_sqlite", "libidem_postgresql"}),
-    # The fast path between the runner (idem_sql) and the PostgreSQL store:
-    # one type across both libraries, which the store reaches by dynamic_cast.
+    # translation, migrations, the transactions open on a thread, the registry
+    # of dialects each store library adds its own to, and the owners of the
+    # runner's per-connection cache.
+    (r"^idem::detail::(rethrow_soci_as_store_error|register_dialect|dialect_of"
+     r"|apply_migrations|open_transactions|new_connection_cache_owner)$", {"libidem_sql"}),
+    # The interfaces between the runner (idem_sql) and the store libraries: a
+    # dialect and its control connection (each store library implements one),
+    # the transaction's internals the stores reach through
+    # transaction::internals(), and the fast path among them.
+    (r"^idem::detail::(sql_dialect|sql_connection|sql_transaction)(::|$)",
+     {"libidem_sql", "libidem_sqlite", "libidem_postgresql"}),
     (r"^idem::detail::(fast_path|deferred_statement)(::|$)", {"libidem_sql", "libidem_postgresql"}),
     # SHA-1 and hex of libidem's crypto: the Redis store names its Lua scripts by their SHA-1 (EVALSHA).
     (r"^idem::detail::(sha1|hex)$", {"libidem"}),

@@ -11,6 +11,9 @@
 #include "idem/error.hpp"
 #include "idem/sqlite_store.hpp"
 #include "idem/transaction_runner.hpp"
+#include "sql/sql_connection.hpp"
+#include "sql/sql_dialect.hpp"
+#include "sql/sql_transaction.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -55,7 +58,7 @@ TEST_CASE("runner: the work's writes commit when it returns") {
     CHECK_FALSE(db.runner.last_state().has_value());
     const int result = db.runner.run([&](transaction& tx) {
         CHECK(tx.state() == transaction_state::active);
-        CHECK(tx.dialect() == idem::sql_dialect::sqlite);
+        CHECK(tx.internals().dialect().soci_backend() == "sqlite3");
         CHECK(db.runner.in_transaction());
         insert(tx, "a");
         CHECK(db.committed() == 0);  // not visible to others before the commit
@@ -245,14 +248,60 @@ TEST_CASE("runner: the connection cache keeps one slot per owner for the runner'
     database db;
     std::shared_ptr<void>* first = nullptr;
     db.runner.run([&](transaction& tx) {
-        tx.connection_cache(1) = std::make_shared<int>(7);
-        first = &tx.connection_cache(1);
-        CHECK(tx.connection_cache(2) == nullptr);
+        auto& internals = tx.internals();
+        internals.connection_cache(1) = std::make_shared<int>(7);
+        first = &internals.connection_cache(1);
+        CHECK(internals.connection_cache(2) == nullptr);
     });
     db.runner.run([&](transaction& tx) {
-        CHECK(&tx.connection_cache(1) == first);
-        CHECK(*static_cast<int*>(tx.connection_cache(1).get()) == 7);
+        CHECK(&tx.internals().connection_cache(1) == first);
+        CHECK(*static_cast<int*>(tx.internals().connection_cache(1).get()) == 7);
     });
+    CHECK(idem::detail::new_connection_cache_owner() != idem::detail::new_connection_cache_owner());
+}
+
+namespace {
+
+// A dialect is one object: this one speaks SQLite through SOCI alone, with
+// BEGIN EXCLUSIVE, and counts the connections runners open with it.
+struct counting_dialect final : idem::detail::sql_dialect {
+    mutable int connections = 0;
+    [[nodiscard]] std::string_view soci_backend() const noexcept override { return "sqlite3"; }
+    [[nodiscard]] std::string begin_sql(const idem::transaction_options&) const override { return "BEGIN EXCLUSIVE"; }
+    [[nodiscard]] std::unique_ptr<idem::detail::sql_connection> connect(soci::session& session,
+                                                                         std::string begin) const override {
+        ++connections;
+        return sql_dialect::connect(session, std::move(begin));
+    }
+};
+
+}  // namespace
+
+TEST_CASE("runner: the dialect registered for a SOCI backend is the one runners speak") {
+    static const counting_dialect counting;
+    database db;
+    const idem::detail::sql_dialect& stores = idem::detail::dialect_of(db.session);  // the SQLite store's
+    idem::detail::register_dialect(counting);
+    try {
+        soci::session session;
+        database::open(session, db.path);
+        idem::transaction_runner runner{session};
+        CHECK(counting.connections == 1);
+        runner.run([&](transaction& tx) {
+            CHECK(&tx.internals().dialect() == &counting);
+            insert(tx, "exclusive");
+        });
+        CHECK(db.committed("exclusive") == 1);
+    } catch (...) {
+        idem::detail::register_dialect(stores);
+        throw;
+    }
+    idem::detail::register_dialect(stores);  // the store's dialect again, for every later runner
+    soci::session session;
+    database::open(session, db.path);
+    idem::transaction_runner runner{session};
+    CHECK(counting.connections == 1);
+    runner.run([&](transaction& tx) { CHECK(&tx.internals().dialect() == &stores); });
 }
 
 TEST_CASE("runner: a session that is not connected is refused") {
