@@ -152,9 +152,9 @@ bool postgresql_store::do_complete_in(transaction& tx, const record_key& key, st
 
 record_lookup postgresql_store::do_look_up_in(transaction& tx, const record_key& key, std::string_view fingerprint) {
     // In a runner's transaction a held-back BEGIN goes out with the lookup, in one round trip.
-    auto* fast = dynamic_cast<detail::fast_path*>(&tx);
-    pg::record_statements& s = impl_->statements(tx, fast != nullptr ? fast->store_session() : tx.session());
-    return s.look_up(key, fingerprint, fast);
+    detail::fast_path& fast = tx.internals();
+    pg::record_statements& s = impl_->statements(tx, fast.store_session());
+    return s.look_up(key, fingerprint, &fast);
 }
 
 void postgresql_store::do_insert_in(transaction& tx, const record_key& key, std::string_view fingerprint,
@@ -162,9 +162,9 @@ void postgresql_store::do_insert_in(transaction& tx, const record_key& key, std:
     pg::record_statements& s = impl_->statements(tx, tx.session());
     // The record is the transaction's last statement: it rides with COMMIT, and
     // a failure (the key taken meanwhile) keeps the COMMIT from happening.
-    auto* fast = dynamic_cast<detail::fast_path*>(&tx);
-    if (fast != nullptr && fast->may_defer()) {
-        fast->defer(s.insert_at_commit(key, fingerprint, payload, span));
+    detail::fast_path& fast = tx.internals();
+    if (fast.may_defer()) {
+        fast.defer(s.insert_at_commit(key, fingerprint, payload, span));
         return;
     }
     s.insert(key, fingerprint, payload, span);
