@@ -5,7 +5,7 @@
 namespace payments {
 namespace {
 
-bool is_id(const std::string& s) {
+bool is_id(std::string_view s) {
     return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
                c == '-';
@@ -19,9 +19,9 @@ nlohmann::json parse_object(const std::string& body, std::initializer_list<const
     if (body.find('\0') != std::string::npos) throw rejected(400, "Payments.MalformedBody", "the body holds a NUL byte");
     nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
     if (!j.is_object()) throw rejected(400, "Payments.MalformedBody", "the body is not a JSON object");
-    for (const auto& [name, value] : j.items())
-        if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return name == a; }))
-            throw rejected(400, "Payments.MalformedBody", "unknown field " + nlohmann::json(name).dump());
+    for (const auto& field : j.items())
+        if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return field.key() == a; }))
+            throw rejected(400, "Payments.MalformedBody", "unknown field " + nlohmann::json(field.key()).dump());
     return j;
 }
 
@@ -48,6 +48,12 @@ long long cents_field(const nlohmann::json& j, const char* name, long long minim
 std::string path_id(const std::string& text, const char* what) {
     if (!is_id(text)) throw rejected(404, "Payments.Unknown", std::string("no such ") + what);
     return text;
+}
+
+std::optional<std::string> bearer_client(std::string_view authorization) {
+    constexpr std::string_view scheme = "Bearer ";
+    if (!authorization.starts_with(scheme) || !is_id(authorization.substr(scheme.size()))) return std::nullopt;
+    return std::string(authorization.substr(scheme.size()));
 }
 
 }  // namespace payments

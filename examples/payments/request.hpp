@@ -5,8 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace payments {
 
@@ -31,5 +33,8 @@ std::string id_field(const nlohmann::json& j, const char* name);
 long long cents_field(const nlohmann::json& j, const char* name, long long minimum, long long maximum);
 // An id taken from a URL path, checked like id_field (404 when it cannot be one).
 std::string path_id(const std::string& text, const char* what);
+// The demo's authentication: the client named by an Authorization header
+// "Bearer CLIENT", where CLIENT is an id as above; nothing for any other value.
+std::optional<std::string> bearer_client(std::string_view authorization);
 
 }  // namespace payments

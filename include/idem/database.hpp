@@ -61,8 +61,10 @@ struct database_options {
     std::shared_ptr<telemetry_sink> telemetry = nullptr;
     // SQLite: busy timeout and synchronous mode of every connection (store's and pool's).
     sqlite_connection_options sqlite = {};
-    // PostgreSQL behind a pooler in transaction mode (PgBouncer pool_mode=transaction):
-    // see postgresql_store_options::transaction_pooler.
+    // PostgreSQL: every business session waits for a lock at most the store's
+    // lock_timeout (5 s), then the unit of work fails with store_error(timeout).
+    // Behind a pooler in transaction mode (PgBouncer pool_mode=transaction) no
+    // session parameter is set: see postgresql_store_options::transaction_pooler.
     bool transaction_pooler = false;
 };
 

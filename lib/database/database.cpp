@@ -41,13 +41,19 @@ opened open_store(const database_url& url, const database_options& options) {
         }
         case database_url::backend::postgresql: {
 #ifdef IDEM_DATABASE_POSTGRESQL
-            auto store = std::make_shared<postgresql_store>(
-                postgresql_store_options{.connection = url.location,
-                                         .migrate_on_open = false,
-                                         .transaction_pooler = options.transaction_pooler});
+            const postgresql_store_options store_options{.connection = url.location,
+                                                         .migrate_on_open = false,
+                                                         .transaction_pooler = options.transaction_pooler};
+            auto store = std::make_shared<postgresql_store>(store_options);
             store_admin* admin = store.get();
-            return {std::move(store), admin,
-                    [connection = url.location](soci::session& s) { open_postgresql_session(s, connection); }};
+            // A business transaction waits for a row lock no longer than the store's own
+            // statements do (its record shares that transaction in once()). Behind a
+            // transaction pooler a SET would stay on whichever server connection ran it.
+            const long long lock_timeout_ms = options.transaction_pooler ? 0 : store_options.lock_timeout.count();
+            return {std::move(store), admin, [connection = url.location, lock_timeout_ms](soci::session& s) {
+                        open_postgresql_session(s, connection);
+                        if (lock_timeout_ms > 0) s << "SET lock_timeout = " + std::to_string(lock_timeout_ms);
+                    }};
 #else
             throw std::invalid_argument(
                 "idem: this build has no PostgreSQL store (built without libpq or SOCI's postgresql backend)");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace idem::http {
 namespace {
@@ -46,20 +48,40 @@ private:
     std::string_view rest_;
 };
 
+using header = std::pair<std::string, std::string>;
+
 bool is_replayed(const std::vector<std::string>& allowed_headers, std::string_view name) {
     if (header_name_equals(name, "Set-Cookie")) return false;
     return std::any_of(allowed_headers.begin(), allowed_headers.end(),
                        [&](const std::string& allowed) { return header_name_equals(allowed, name); });
 }
 
+std::vector<const header*> replayed_headers(const std::vector<std::string>& allowed_headers, const response& r) {
+    std::vector<const header*> kept;
+    for (const auto& h : r.headers)
+        if (is_replayed(allowed_headers, h.first)) kept.push_back(&h);
+    return kept;
+}
+
+// What the stored form cannot hold, or nothing: a status deserialize refuses,
+// more headers than the u16 count, a name or value longer than its u32 length.
+const char* unstorable(const response& r, const std::vector<const header*>& kept) {
+    if (r.status < 100 || r.status > 999) return "its status is not between 100 and 999";
+    if (kept.size() > 0xFFFF) return "it has more than 65535 replayed headers";
+    for (const auto* h : kept)
+        if (h->first.size() > 0xFFFFFFFF || h->second.size() > 0xFFFFFFFF)
+            return "a replayed header's name or value is 4 GiB or longer";
+    return nullptr;
+}
+
 }  // namespace
 
 std::string response_codec::serialize(const response& r) const {
+    const auto kept = replayed_headers(replayed_headers_, r);
+    if (const char* why = unstorable(r, kept))
+        throw std::invalid_argument(std::string("idem: the response cannot be stored: ") + why);
     std::string out(magic);
     put_u16(out, static_cast<std::uint32_t>(r.status));
-    std::vector<const std::pair<std::string, std::string>*> kept;
-    for (const auto& h : r.headers)
-        if (is_replayed(replayed_headers_, h.first)) kept.push_back(&h);
     put_u16(out, static_cast<std::uint32_t>(kept.size()));
     for (const auto* h : kept) {
         put_u32(out, static_cast<std::uint32_t>(h->first.size()));
@@ -89,6 +111,7 @@ response response_codec::deserialize(std::string_view payload) const {
 
 classification response_codec::classify(const response& r) const {
     if (r.streamed || r.body.size() > max_stored_body_) return classification::release;
+    if (unstorable(r, replayed_headers(replayed_headers_, r)) != nullptr) return classification::release;
     if (r.status == 503 || r.status == 504) return classification::keep_in_flight;
     if (r.status >= 500) return classification::store_as_failure;
     if (r.status == 408 || r.status == 409 || r.status == 425 || r.status == 429) return classification::release;

@@ -568,6 +568,32 @@ TEST_CASE("PostgreSQL: a deadlock between two units of work is run again, and bo
     CHECK(balance(db, "carol") == 2);
 }
 
+TEST_CASE("PostgreSQL: a unit of work waiting for a row lock gives up after the store's lock_timeout") {
+    postgresql_place where;
+    idem::database db = open_bank(where, {.attempts = 1});
+    soci::session holder;
+    idem::open_postgresql_session(holder, where.url());
+    holder << "BEGIN";
+    holder << "UPDATE accounts SET balance = balance WHERE id = 'alice'";  // holds alice's row
+    const auto began = std::chrono::steady_clock::now();
+    auto waiting = std::async(std::launch::async, [&] { db.transact([](idem::unit_of_work& uow) { move(uow, 1); }); });
+    const bool ended = waiting.wait_for(15s) == std::future_status::ready;  // without a lock_timeout: never
+    const auto waited = std::chrono::steady_clock::now() - began;
+    holder << "ROLLBACK";
+    REQUIRE(ended);
+    const auto bound = idem::postgresql_store_options{}.lock_timeout;
+    CHECK(waited >= bound);
+    CHECK(waited < bound + 5s);
+    try {
+        waiting.get();
+        FAIL("the unit of work committed while the row was locked");
+    } catch (const idem::store_error& e) {
+        CHECK(e.failure() == idem::store_failure::timeout);
+        CHECK(e.rolled_back());
+    }
+    CHECK(balance(db, "bob") == 0);
+}
+
 TEST_CASE("PostgreSQL: a COMMIT whose answer is lost is reported in doubt, never run again") {
     postgresql_place where;
     idem::database db = open_bank(where);

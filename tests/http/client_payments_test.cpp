@@ -96,9 +96,10 @@ TEST_CASE("client: transfers through SIGKILLs and restarts of the payments servi
     std::vector<sent> transfers;
     std::vector<std::thread> clients;
     std::atomic<bool> sending{true};  // until the last restart
+    const int port = service.port();  // restarts keep it; read here, before they begin
     for (int t = 0; t < 8; ++t) {
         clients.emplace_back([&, t] {
-            httplib::Client c = client_for(service.port());
+            httplib::Client c = client_for(port);
             for (int i = 0; sending; ++i) {
                 const long long amount = 1 + t + 8 * i;
                 const http::outgoing_request request{

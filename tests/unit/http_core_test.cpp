@@ -81,6 +81,29 @@ TEST_CASE("response codec: classification by status, size and streaming") {
     CHECK(codec.classify({.status = 200, .streamed = true}) == classification::release);
 }
 
+TEST_CASE("response codec: what the stored form cannot hold is released and refused, never truncated") {
+    layer_options options;
+    options.replayed_headers = {"X-Part"};
+    response_codec codec(options);
+    using idem::classification;
+    response many{.status = 200, .headers = {{"X-Other", "not replayed, not counted"}}};
+    for (int i = 0; i < 65536; ++i) many.headers.emplace_back("X-Part", std::to_string(i));
+    CHECK(codec.classify(many) == classification::release);
+    CHECK_THROWS_AS((void)codec.serialize(many), std::invalid_argument);
+
+    many.headers.pop_back();  // 65535 replayed headers: the most the count holds, stored whole
+    CHECK(codec.classify(many) == classification::store);
+    const response back = codec.deserialize(codec.serialize(many));
+    REQUIRE(back.headers.size() == 65535);
+    CHECK(back.headers.back() == std::pair<std::string, std::string>("X-Part", "65534"));
+
+    for (int status : {0, 99, 1000, 65536 + 200}) {
+        CAPTURE(status);
+        CHECK(codec.classify({.status = status}) == classification::release);
+        CHECK_THROWS_AS((void)codec.serialize({.status = status}), std::invalid_argument);
+    }
+}
+
 TEST_CASE("response codec: bytes it did not write are rejected") {
     response_codec codec(layer_options{});
     using namespace std::string_view_literals;

@@ -140,17 +140,24 @@ TEST_CASE("options: replacing options while 8 threads call changes the mode with
                 }
             });
         }
+        // Each replacement stays until a call has seen it (a call counted after the
+        // replacement could have read the old options, so wait for the new one's mark).
+        const auto seen = [](const std::function<bool()>& done) {
+            const auto deadline = std::chrono::steady_clock::now() + 10s;
+            while (!done() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+            return done();
+        };
         for (int round = 0; round < 50; ++round) {
-            source->replace({.mode = round % 2 == 0 ? mode::enforce : mode::observe});
-            std::this_thread::sleep_for(1ms);
+            const mode next = round % 2 == 0 ? mode::enforce : mode::observe;
+            const int before = modes_seen[static_cast<int>(next)];
+            source->replace({.mode = next});
+            CHECK(seen([&] { return modes_seen[static_cast<int>(next)] > before; }));
         }
         source->replace({.lease = 2h});  // invalid
-        std::this_thread::sleep_for(5ms);
-        const int errors_while_invalid = errors;
+        CHECK(seen([&] { return errors > 0; }));
         source->replace({.mode = mode::off});
-        std::this_thread::sleep_for(5ms);
+        CHECK(seen([&] { return modes_seen[static_cast<int>(mode::off)] > 0; }));
         stop = true;
-        CHECK(errors_while_invalid > 0);
     }
     CHECK(calls > 0);
     CHECK(modes_seen[static_cast<int>(mode::enforce)] > 0);

@@ -23,10 +23,13 @@ public:
         : replayed_headers_(options.replayed_headers), max_stored_body_(options.max_stored_body) {}
 
     // Status, the allow-listed headers (never Set-Cookie) and the exact body bytes.
+    // std::invalid_argument for what the stored form cannot hold: a status outside
+    // 100-999, more than 65535 allow-listed headers, a header name or value of 4 GiB.
     [[nodiscard]] std::string serialize(const response& r) const override;
     // Throws std::runtime_error for bytes serialize did not write.
     [[nodiscard]] response deserialize(std::string_view payload) const override;
-    // Above the size cap or streamed: release. 503/504: keep in flight. Other 5xx: store as failure.
+    // Above the size cap, streamed, or not storable (see serialize): release.
+    // 503/504: keep in flight. Other 5xx: store as failure.
     // 408, 409, 425, 429 (not final): release. Everything else: store.
     [[nodiscard]] classification classify(const response& r) const override;
 
