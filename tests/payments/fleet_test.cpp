@@ -112,16 +112,25 @@ void run_fleet(const std::string& direct, const std::string& service_db, bool po
 
     std::atomic<bool> spraying{true};
     std::atomic<int> kills{0};
+    // An instance is killed every 1.5 s, and at each quarter of the plan at the
+    // latest, so that however fast the fleet serves, every run sees its kills.
+    std::atomic<int> next{0};
     std::thread killer([&] {
-        for (int victim = 0; spraying; victim = (victim + 1) % instances) {
-            for (int t = 0; t < 15 && spraying; ++t) std::this_thread::sleep_for(100ms);
-            if (!spraying) break;
+        int victim = 0, quarter = 1;
+        auto last = std::chrono::steady_clock::now();
+        while (spraying) {
+            std::this_thread::sleep_for(10ms);
+            const bool marked = quarter < 4 && next >= transfers * quarter / 4;
+            if (!spraying || !(marked || std::chrono::steady_clock::now() - last >= 1500ms)) continue;
+            if (marked) ++quarter;
             fleet[victim]->restart();
             ++kills;
+            victim = (victim + 1) % instances;
+            last = std::chrono::steady_clock::now();
         }
     });
 
-    std::atomic<int> next{0}, attempts{0}, mismatched{0}, unfinished{0}, replays{0};
+    std::atomic<int> attempts{0}, mismatched{0}, unfinished{0}, replays{0};
     std::vector<std::thread> clients;
     for (int c = 0; c < client_threads; ++c)
         clients.emplace_back([&] {
