@@ -171,8 +171,8 @@ void run_postgresql(const options& o, report& out) {
 
     // Purge: a million expired rows, written straight into the table.
     constexpr std::size_t expired_rows = 1'000'000;
-    db.session << "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, payload, completed, "
-                  "created_at, expires_at) SELECT sha256(int8send(i)), 'bench.purge', 'global', 'k' || i, '\\x01', "
+    db.session << "INSERT INTO idem_records (key_hash, namespace, token, fingerprint, payload, completed, "
+                  "created_at, expires_at) SELECT substring(sha256(int8send(i)) FROM 1 FOR 16), 'bench.purge', '\\x01', "
                   "'\\x02', '\\x', true, now() - interval '2 days', now() - interval '1 day' "
                   "FROM generate_series(1, :rows) AS i",
         soci::use(static_cast<long long>(expired_rows));

@@ -37,7 +37,7 @@ std::vector<std::string> column(PGconn* conn, const std::string& sql) {
 
 // The table as a retention window leaves it: rows in insertion order, the
 // oldest `expired` of them past their retention of a day, the rest written an
-// hour ago; 100-byte random payloads and the key sizes the payments service
+// hour ago; 100-byte random payloads and the namespace the payments service
 // writes. The indexes the migrations define are dropped for the fill and built
 // afterwards (a sort each, instead of ten million random insertions).
 void fill(PGconn* conn, std::size_t rows, std::size_t expired) {
@@ -52,11 +52,11 @@ void fill(PGconn* conn, std::size_t rows, std::size_t expired) {
         pq::execute(conn, ("DROP INDEX " + name).c_str());
 
     const std::string n = std::to_string(rows), old = std::to_string(expired);
-    pq::execute(conn, ("INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, payload, "
-                       "completed, created_at, expires_at, inserted_at) "
-                       "SELECT sha256(int8send(i)), 'payments.transfer', 'client:acme-corp', gen_random_uuid()::text, "
+    pq::execute(conn, ("INSERT INTO idem_records (key_hash, namespace, token, fingerprint, payload, "
+                       "completed, created_at, expires_at) "
+                       "SELECT substring(sha256(int8send(i)) FROM 1 FOR 16), 'payments.transfer', "
                        "convert_to(md5(i::text), 'UTF8'), convert_to(md5(i::text) || md5((-i)::text), 'UTF8'), "
-                       "gen_random_bytes(100), true, at, at + interval '1 day', at "
+                       "gen_random_bytes(100), true, at, at + interval '1 day' "
                        "FROM generate_series(1, " + n + ") AS i, "
                        "LATERAL (SELECT now() - (CASE WHEN i <= " + old + " THEN interval '2 days' ELSE interval '1 hour' END) "
                        "+ interval '1 microsecond' * i AS at) AS t").c_str());

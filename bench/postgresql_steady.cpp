@@ -1,12 +1,12 @@
 // PostgreSQL at steady state: random transfers among 100,000 accounts, the
 // ledger and the record table prefilled, 1 to 16 clients, synchronous_commit on
 // and off. Each configuration times, in alternating rounds: the bare transfer;
-// idem's fast path; the same guarantee written by hand (the reserve with BEGIN,
-// the completion with COMMIT), on idem's table and on the first schema's (an
-// expires_at index, full pages); and the candidate floors: the completed record
-// inserted with COMMIT after the work (the optimistic form), on idem's table
-// and on a lean one (16-byte key, no names, no expires_at index, fillfactor 90,
-// so a completion is a HOT update).
+// idem's fast path (the one-statement form, and reserve_first); the same
+// guarantee written by hand (the reserve with BEGIN, the completion with
+// COMMIT), on idem's table and on the first schema's (32-byte key, the key's
+// text, full pages); and the completed record inserted with COMMIT after the
+// work (idem's form by hand), on idem's table and on a leaner one (no
+// namespace, no expires_at B-tree, fillfactor 90, so a completion is a HOT update).
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -30,70 +30,77 @@ PGconn* native(soci::session& s) { return static_cast<soci::postgresql_session_b
 // completed record per past transfer, their creation times in insertion order.
 void prefill(PGconn* conn, std::size_t rows) {
     const std::string n = std::to_string(rows);
+    const std::string series = " FROM (SELECT i, now() - interval '1 day' * (1 - i::float8 / " + n +
+                               ") AS at FROM generate_series(1, " + n + ") AS i) AS s";
     pq::execute(conn, "DROP TABLE IF EXISTS bench_accounts, bench_ledger, bench_first_records, bench_lean_records");
     pq::execute(conn, "CREATE TABLE bench_accounts (id bigint PRIMARY KEY, balance bigint NOT NULL)");
     pq::execute(conn, "INSERT INTO bench_accounts SELECT i, 1000000000 FROM generate_series(1, 100000) AS i");
     pq::execute(conn, "CREATE TABLE bench_ledger (transfer_id bigint PRIMARY KEY, amount bigint NOT NULL)");
     pq::execute(conn, ("INSERT INTO bench_ledger SELECT i, 1 FROM generate_series(1, " + n + ") AS i").c_str());
     pq::execute(conn, "TRUNCATE idem_records");
-    pq::execute(conn, ("INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, payload, "
-                       "completed, created_at, expires_at, inserted_at) SELECT sha256(int8send(i)), 'bench.transfer', "
-                       "'global', 'p-' || i, '\\x0123456789abcdef', 'fp', 'ok', true, at, at + interval '1 day', at "
-                       "FROM (SELECT i, now() - interval '1 day' * (1 - i::float8 / " + n + ") AS at "
-                       "FROM generate_series(1, " + n + ") AS i) AS s").c_str());
-    // The first schema's layout (migrations/postgresql/0001): the expires_at index, full pages.
-    pq::execute(conn, "CREATE TABLE bench_first_records (LIKE idem_records INCLUDING CONSTRAINTS)");
-    pq::execute(conn, "ALTER TABLE bench_first_records DROP COLUMN inserted_at, ADD PRIMARY KEY (key_hash)");
-    pq::execute(conn, "INSERT INTO bench_first_records SELECT key_hash, namespace, scope, key, token, fingerprint, "
-                      "payload, completed, created_at, expires_at FROM idem_records");
+    pq::execute(conn, ("INSERT INTO idem_records (key_hash, namespace, token, fingerprint, payload, completed, "
+                       "created_at, expires_at) SELECT substring(sha256(int8send(i)) FROM 1 FOR 16), "
+                       "'bench.transfer', '\\x0123456789abcdef', 'fp', 'ok', true, at, at + interval '1 day'" +
+                       series).c_str());
+    // The first schema's layout (migrations/postgresql/0001): the 32-byte key,
+    // the key's text in each row, the expires_at index, full pages.
+    pq::execute(conn, "CREATE TABLE bench_first_records (key_hash bytea PRIMARY KEY, namespace text NOT NULL, "
+                      "scope text NOT NULL, key text NOT NULL, token bytea NOT NULL, fingerprint bytea NOT NULL, "
+                      "payload bytea, completed boolean NOT NULL, created_at timestamptz NOT NULL, "
+                      "expires_at timestamptz NOT NULL)");
+    pq::execute(conn, ("INSERT INTO bench_first_records SELECT sha256(int8send(i)), 'bench.transfer', 'global', "
+                       "'p-' || i, '\\x0123456789abcdef', 'fp', 'ok', true, at, at + interval '1 day'" +
+                       series).c_str());
     pq::execute(conn, "CREATE INDEX bench_first_records_expires_at ON bench_first_records (expires_at)");
+    // The leanest: no namespace, no expires_at B-tree (a BRIN on creation time),
+    // pages kept 10% free, so that a completion is a HOT update.
     pq::execute(conn, "CREATE TABLE bench_lean_records (key_hash bytea PRIMARY KEY, token bytea NOT NULL, "
                       "fingerprint bytea NOT NULL, payload bytea, completed boolean NOT NULL, "
                       "created_at timestamptz NOT NULL, expires_at timestamptz NOT NULL) WITH (fillfactor = 90)");
     pq::execute(conn, ("INSERT INTO bench_lean_records SELECT substring(sha256(int8send(i)) FROM 1 FOR 16), "
-                       "'\\x0123456789abcdef', 'fp', 'ok', true, at, at + interval '1 day' "
-                       "FROM (SELECT i, now() - interval '1 day' * (1 - i::float8 / " + n + ") AS at "
-                       "FROM generate_series(1, " + n + ") AS i) AS s").c_str());
+                       "'\\x0123456789abcdef', 'fp', 'ok', true, at, at + interval '1 day'" + series).c_str());
     pq::execute(conn, "CREATE INDEX bench_lean_records_created_at ON bench_lean_records USING brin (created_at)");
     pq::execute(conn, "VACUUM ANALYZE");
     pq::execute(conn, "CHECKPOINT");
 }
 
-// What every variant prepares on its connection.
+// What every variant prepares on its connection. Each record table has the
+// same four statements, all keyed by $1, the digest (as long as the table's).
+// The inserts take on the first schema's table $2 the key's text, then the
+// token and the payload; the completion $2 the token, $3 the payload.
 void prepare_statements(PGconn* conn) {
     pq::prepare(conn, "s_begin", "BEGIN");
     pq::prepare(conn, "s_commit", "COMMIT");
     pq::prepare(conn, "s_debit", "UPDATE bench_accounts SET balance = balance - 1 WHERE id = $1::bigint");
     pq::prepare(conn, "s_credit", "UPDATE bench_accounts SET balance = balance + 1 WHERE id = $1::bigint");
     pq::prepare(conn, "s_ledger", "INSERT INTO bench_ledger (transfer_id, amount) VALUES ($1::bigint, 1)");
-    // On idem's table and on the first schema's: $1 digest, $2 key text, $3 token, $4 payload.
-    for (const auto& [prefix, table] : {std::pair{"s_", "idem_records"}, std::pair{"s_first_", "bench_first_records"}}) {
-        const std::string p = prefix, columns = std::string(table) +
-            " (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)";
+    struct table {
+        const char* prefix;
+        const char* name;
+        const char* columns;  // after key_hash
+        const char* values;   // after $1, up to the token
+        const char* token;    // the token's parameter, the payload's next
+        const char* payload;
+    };
+    for (const table& t : {table{"s_", "idem_records", "namespace", "'bench.transfer'", "$2", "$3"},
+                           table{"s_first_", "bench_first_records", "namespace, scope, key",
+                                 "'bench.transfer', 'global', $2", "$3", "$4"},
+                           table{"s_lean_", "bench_lean_records", "", "", "$2", "$3"}}) {
+        const std::string p = t.prefix, name = t.name, tok = t.token, pay = t.payload;
+        const std::string columns = name + " (key_hash, " + (*t.columns ? std::string(t.columns) + ", " : "") +
+                                    "token, fingerprint, payload, completed, created_at, expires_at)";
+        const std::string head = "VALUES ($1, " + (*t.values ? std::string(t.values) + ", " : "") + tok + ", 'fp', ";
         pq::prepare(conn, (p + "reserve").c_str(),
-                    "INSERT INTO " + columns + " VALUES ($1, 'bench.transfer', 'global', $2, $3, 'fp', NULL, false, "
-                    "now(), now() + interval '1 minute') ON CONFLICT DO NOTHING RETURNING 1");
+                    "INSERT INTO " + columns + " " + head + "NULL, false, now(), now() + interval '1 minute') "
+                    "ON CONFLICT DO NOTHING RETURNING 1");
         pq::prepare(conn, (p + "complete").c_str(),
-                    "UPDATE " + std::string(table) + " SET payload = $3, completed = true, expires_at = now() + "
+                    "UPDATE " + name + " SET payload = $3, completed = true, expires_at = now() + "
                     "interval '1 day' WHERE key_hash = $1 AND token = $2 AND NOT completed");
-        pq::prepare(conn, (p + "lookup").c_str(),
-                    "SELECT completed, fingerprint, payload FROM " + std::string(table) + " WHERE key_hash = $1");
+        pq::prepare(conn, (p + "lookup").c_str(), "SELECT completed, fingerprint, payload FROM " + name +
+                                                      " WHERE key_hash = $1");
         pq::prepare(conn, (p + "insert_completed").c_str(),
-                    "INSERT INTO " + columns + " VALUES ($1, 'bench.transfer', 'global', $2, $3, 'fp', $4, true, now(), "
-                    "now() + interval '1 day')");
+                    "INSERT INTO " + columns + " " + head + pay + ", true, now(), now() + interval '1 day')");
     }
-    // On the lean table: $1 16-byte digest, $2 token, $3 payload.
-    pq::prepare(conn, "s_lean_reserve",
-                "INSERT INTO bench_lean_records (key_hash, token, fingerprint, payload, completed, created_at, "
-                "expires_at) VALUES ($1, $2, 'fp', NULL, false, now(), now() + interval '1 minute') "
-                "ON CONFLICT DO NOTHING RETURNING 1");
-    pq::prepare(conn, "s_lean_complete",
-                "UPDATE bench_lean_records SET payload = $3, completed = true, expires_at = now() + interval '1 day' "
-                "WHERE key_hash = $1 AND token = $2 AND NOT completed");
-    pq::prepare(conn, "s_lean_lookup", "SELECT completed, fingerprint, payload FROM bench_lean_records WHERE key_hash = $1");
-    pq::prepare(conn, "s_lean_insert_completed",
-                "INSERT INTO bench_lean_records (key_hash, token, fingerprint, payload, completed, created_at, "
-                "expires_at) VALUES ($1, $2, 'fp', $3, true, now(), now() + interval '1 day')");
 }
 
 // One client: its own connection, for idem (through a runner) and by hand alike.
@@ -131,7 +138,7 @@ struct client {
 std::atomic<std::uint64_t> next_transfer{0};
 
 // A record table the hand-written variants write to: its statements, the
-// digest's length and whether rows carry the readable key.
+// digest's length and whether rows carry the key's text.
 struct layout {
     const char* reserve;
     const char* complete;
@@ -140,7 +147,7 @@ struct layout {
     std::size_t digest_size;
     bool named;
 };
-constexpr layout current{"s_reserve", "s_complete", "s_insert_completed", "s_lookup", 32, true};
+constexpr layout current{"s_reserve", "s_complete", "s_insert_completed", "s_lookup", 16, false};
 constexpr layout first_schema{"s_first_reserve", "s_first_complete", "s_first_insert_completed", "s_first_lookup", 32,
                               true};
 constexpr layout lean{"s_lean_reserve", "s_lean_complete", "s_lean_insert_completed", "s_lean_lookup", 16, false};

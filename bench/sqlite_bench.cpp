@@ -110,8 +110,8 @@ void run_sqlite(const options& o, report& out) {
     sqlite_setup purge(o, "purge", sqlite_synchronous::normal);
     purge.runner->run([&](transaction& tx) {
         tx.session() << "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :rows) "
-                        "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload, "
-                        "expires_at, updated_at) SELECT randomblob(32), 'bench.purge', 'global', 'k' || i, 'fp', "
+                        "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
+                        "expires_at, updated_at) SELECT randomblob(16), 'bench.purge', 'fp', "
                         "'token', 1, x'', 1000 + i % 1000, 0 FROM n",
             soci::use(expired_rows);
     });

@@ -88,8 +88,8 @@ void prefill(sqlite3* db, std::size_t rows) {
              "INSERT INTO bench_accounts SELECT i, 1000000000 FROM n");
     exec(db, "CREATE TABLE bench_ledger (transfer_id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)");
     exec(db, series + "INSERT INTO bench_ledger SELECT i, 1 FROM n");
-    exec(db, series + "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload, "
-                      "expires_at, updated_at) SELECT randomblob(32), 'bench.transfer', 'global', 'p-' || i, 'fp', "
+    exec(db, series + "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
+                      "expires_at, updated_at) SELECT randomblob(16), 'bench.transfer', 'fp', "
                       "'token', 1, 'ok', " + now + " + i * 86400000 / " + n + ", " + now + " - 86400000 + i * 86400000 / " +
                       n + " FROM n");
     exec(db, "CREATE TABLE bench_lean_rowid (key_hash BLOB NOT NULL, fingerprint BLOB NOT NULL, token BLOB NOT NULL, "
@@ -99,10 +99,10 @@ void prefill(sqlite3* db, std::size_t rows) {
              "token BLOB NOT NULL, state INTEGER NOT NULL, payload BLOB, expires_at INTEGER NOT NULL, "
              "created_at INTEGER NOT NULL) WITHOUT ROWID");
     // idem's columns and key, without the expires_at index: what the index alone costs.
-    exec(db, "CREATE TABLE bench_unindexed (key_hash BLOB PRIMARY KEY, namespace TEXT NOT NULL, scope TEXT NOT NULL, "
-             "key TEXT NOT NULL, fingerprint BLOB NOT NULL, token TEXT NOT NULL, state INTEGER NOT NULL, payload BLOB, "
+    exec(db, "CREATE TABLE bench_unindexed (key_hash BLOB PRIMARY KEY, namespace TEXT NOT NULL, "
+             "fingerprint BLOB NOT NULL, token TEXT NOT NULL, state INTEGER NOT NULL, payload BLOB, "
              "expires_at INTEGER NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID");
-    exec(db, series + "INSERT INTO bench_unindexed SELECT randomblob(32), 'bench.transfer', 'global', 'p-' || i, 'fp', "
+    exec(db, series + "INSERT INTO bench_unindexed SELECT randomblob(16), 'bench.transfer', 'fp', "
                       "'token', 1, 'ok', " + now + " + i * 86400000 / " + n + ", " + now + " - 86400000 + i * 86400000 / " +
                       n + " FROM n");
     for (const char* table : {"bench_lean_rowid", "bench_lean_norowid"})
@@ -140,20 +140,20 @@ struct bank {
           debit(db, "UPDATE bench_accounts SET balance = balance - 1 WHERE id = ?1"),
           credit(db, "UPDATE bench_accounts SET balance = balance + 1 WHERE id = ?1"),
           ledger(db, "INSERT INTO bench_ledger (transfer_id, amount) VALUES (?1, 1)"),
-          reserve(db, "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload, "
-                      "expires_at, updated_at) VALUES (?1, 'bench.transfer', 'global', ?2, 'fp', 'token', 0, NULL, "
-                      "?3 + 60000, ?3) ON CONFLICT DO NOTHING RETURNING 1"),
+          reserve(db, "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
+                      "expires_at, updated_at) VALUES (?1, 'bench.transfer', 'fp', 'token', 0, NULL, "
+                      "?2 + 60000, ?2) ON CONFLICT DO NOTHING RETURNING 1"),
           complete(db, "UPDATE idem_records SET state = 1, payload = 'ok', expires_at = ?2 + 86400000, updated_at = ?2 "
                        "WHERE key_hash = ?1 AND token = 'token' AND state = 0"),
           lookup(db, "SELECT state, fingerprint, payload FROM idem_records WHERE key_hash = ?1 AND expires_at > ?2"),
-          insert_completed(db, "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, "
-                               "payload, expires_at, updated_at) VALUES (?1, 'bench.transfer', 'global', ?2, 'fp', "
-                               "'token', 1, 'ok', ?3 + 86400000, ?3)"),
+          insert_completed(db, "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, "
+                               "payload, expires_at, updated_at) VALUES (?1, 'bench.transfer', 'fp', "
+                               "'token', 1, 'ok', ?2 + 86400000, ?2)"),
           unindexed_lookup(db, "SELECT state, fingerprint, payload FROM bench_unindexed WHERE key_hash = ?1 "
                                "AND expires_at > ?2"),
-          unindexed_insert(db, "INSERT INTO bench_unindexed (key_hash, namespace, scope, key, fingerprint, token, "
-                               "state, payload, expires_at, updated_at) VALUES (?1, 'bench.transfer', 'global', ?2, "
-                               "'fp', 'token', 1, 'ok', ?3 + 86400000, ?3)"),
+          unindexed_insert(db, "INSERT INTO bench_unindexed (key_hash, namespace, fingerprint, token, "
+                               "state, payload, expires_at, updated_at) VALUES (?1, 'bench.transfer', "
+                               "'fp', 'token', 1, 'ok', ?2 + 86400000, ?2)"),
           lean_rowid_lookup(db, "SELECT state, fingerprint, payload FROM bench_lean_rowid WHERE key_hash = ?1 "
                                 "AND expires_at > ?2"),
           lean_rowid_insert(db, "INSERT INTO bench_lean_rowid (key_hash, fingerprint, token, state, payload, "
@@ -200,32 +200,24 @@ void idem_inside(bank& b, executor& exec, std::uint64_t id, bool reserve_first =
 
 void reserve_first(bank& b, std::uint64_t id) {
     const record_key key = transfer_key(id);
-    const std::string text = "t-" + std::to_string(id);
     const std::int64_t now = now_ms();
     b.begin.run();
-    if (b.reserve.bind(1, key.digest().data(), 32).bind(2, text).bind(3, now).run() != 1)
+    if (b.reserve.bind(1, key.digest().data(), 16).bind(2, now).run() != 1)
         throw std::logic_error("a fresh key was not reserved");
     b.transfer(id);
-    b.complete.bind(1, key.digest().data(), 32).bind(2, now_ms()).run();
+    b.complete.bind(1, key.digest().data(), 16).bind(2, now_ms()).run();
     b.commit.run();
 }
 
 // A lookup (a retry replays before any work), the work, one INSERT of the completed record.
-void one_write(bank& b, statement& lookup, statement& insert, std::size_t digest_size, bool with_name,
-               std::uint64_t id) {
+void one_write(bank& b, statement& lookup, statement& insert, std::uint64_t id) {
     const record_key key = transfer_key(id);
     const std::int64_t now = now_ms();
     b.begin.run();
-    if (lookup.bind(1, key.digest().data(), digest_size).bind(2, now).run() != 0)
+    if (lookup.bind(1, key.digest().data(), 16).bind(2, now).run() != 0)
         throw std::logic_error("a fresh key was found");
     b.transfer(id);
-    const std::string text = "t-" + std::to_string(id);
-    insert.bind(1, key.digest().data(), digest_size);
-    if (with_name)
-        insert.bind(2, text).bind(3, now_ms());
-    else
-        insert.bind(2, now_ms());
-    insert.run();
+    insert.bind(1, key.digest().data(), 16).bind(2, now_ms()).run();
     b.commit.run();
 }
 
@@ -258,10 +250,10 @@ void run_sqlite_steady(const options& o, report& out) {
             timed([&](std::uint64_t id) { idem_inside(b, exec, id); }),
             timed([&](std::uint64_t id) { idem_inside(b, exec, id, true); }),
             timed([&](std::uint64_t id) { reserve_first(b, id); }),
-            timed([&](std::uint64_t id) { one_write(b, b.lookup, b.insert_completed, 32, true, id); }),
-            timed([&](std::uint64_t id) { one_write(b, b.unindexed_lookup, b.unindexed_insert, 32, true, id); }),
-            timed([&](std::uint64_t id) { one_write(b, b.lean_rowid_lookup, b.lean_rowid_insert, 16, false, id); }),
-            timed([&](std::uint64_t id) { one_write(b, b.lean_norowid_lookup, b.lean_norowid_insert, 16, false, id); }),
+            timed([&](std::uint64_t id) { one_write(b, b.lookup, b.insert_completed, id); }),
+            timed([&](std::uint64_t id) { one_write(b, b.unindexed_lookup, b.unindexed_insert, id); }),
+            timed([&](std::uint64_t id) { one_write(b, b.lean_rowid_lookup, b.lean_rowid_insert, id); }),
+            timed([&](std::uint64_t id) { one_write(b, b.lean_norowid_lookup, b.lean_norowid_insert, id); }),
         };
         const std::vector<double> rates = compare_all(subjects, o.rounds);
         const char* names[] = {"bare", "idem", "idem-reserve-first", "hand", "hand-one-write", "unindexed-one-write", "lean-rowid", "lean-without-rowid"};

@@ -6,8 +6,8 @@
 \set id random(1, 9000000000000000000)
 \startpipeline
 BEGIN;
-INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
-VALUES (sha256(int8send(:id)), 'bench.transfer', 'global', 't', '\x0123456789abcdef0123456789abcdef', '\x6670', NULL, false,
+INSERT INTO idem_records (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
+VALUES (substring(sha256(int8send(:id)) FROM 1 FOR 16), 'bench.transfer', '\x0123456789abcdef0123456789abcdef', '\x6670', NULL, false,
         clock_timestamp(), clock_timestamp() + interval '1 minute')
 ON CONFLICT DO NOTHING RETURNING 1;
 \endpipeline
@@ -16,6 +16,6 @@ UPDATE accounts SET balance = balance + 1 WHERE id = 'bob';
 INSERT INTO ledger (transfer_id, amount) VALUES (:id, 1);
 \startpipeline
 UPDATE idem_records SET payload = '\x6f6b', completed = true, expires_at = clock_timestamp() + interval '1 day'
-WHERE key_hash = sha256(int8send(:id)) AND token = '\x0123456789abcdef0123456789abcdef' AND NOT completed;
+WHERE key_hash = substring(sha256(int8send(:id)) FROM 1 FOR 16) AND token = '\x0123456789abcdef0123456789abcdef' AND NOT completed;
 COMMIT;
 \endpipeline

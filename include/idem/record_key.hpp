@@ -37,7 +37,7 @@ public:
 
     // prefix + "{n}:{namespace}|{n}:{scope}|{n}:{key}", n the UTF-8 byte length of each part.
     [[nodiscard]] std::string to_storage_key(std::string_view prefix = default_prefix) const;
-    // SHA-256 of to_storage_key(): the primary key of SQL stores.
+    // SHA-256 of to_storage_key(); SQL stores key their rows by its first 16 bytes.
     [[nodiscard]] const std::array<std::byte, 32>& digest() const noexcept { return digest_; }
     // First 16 lowercase hex characters of digest(): safe to log.
     [[nodiscard]] std::string key_hash() const;

@@ -24,10 +24,9 @@ struct IDEM_API record_state {
     time_point created_at = {};  // when the current reservation (or completion) was written
     time_point expires_at = {};  // end of the lease (in flight) or of the retention (completed)
     time_point now = {};         // the store's clock when it was read (the server's, on PostgreSQL)
-    // The readable columns, for operators; never used to find the record.
+    // The operation the record is for, for operators; never used to find it.
+    // Rows hold no scope or key text: keys often carry customer or order ids.
     std::string name_space = {};
-    std::string scope = {};
-    std::string key = {};
     std::size_t payload_bytes = 0;
     std::optional<std::string> payload = {};  // only when asked for
 
@@ -43,6 +42,7 @@ public:
     virtual std::vector<std::string> migrate() = 0;
 
     // The record whose digest (record_key::digest()) is `digest`, expired or not.
+    // SQL stores find it by the digest's first 16 bytes, their primary key.
     [[nodiscard]] virtual std::optional<record_state> inspect(const std::array<std::byte, 32>& digest,
                                                               bool with_payload) = 0;
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "sql/record_id.hpp"
+
 namespace idem::detail::pg {
 namespace {
 
@@ -13,8 +15,8 @@ namespace {
 
 bool read_committed(std::string_view level) { return level == "read committed" || level == "read uncommitted"; }
 
-// $1 key_hash, $2..$4 namespace, scope, key (UTF-8 bytes, stored as text in
-// whatever encoding the database has), $5 token, $6 fingerprint, $7 lease.
+// $1 key_hash (the digest's first 16 bytes), $2 namespace (UTF-8 bytes, stored
+// as text in whatever encoding the database has), $3 token, $4 fingerprint, $5 lease.
 // A live entry this statement's snapshot sees is answered from the snapshot,
 // without a write: a completed entry cannot change until it expires, and an
 // in-flight one is reported as it was. Otherwise it inserts, or takes over an
@@ -24,16 +26,15 @@ bool read_committed(std::string_view level) { return level == "read committed" |
 // lookup that follows then sees it.
 // Each statement reads the database's clock once (clock_timestamp() is read
 // anew at every call), so created_at and expires_at are exactly a span apart.
-constexpr Oid reserve_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid, bytea_oid, bytea_oid, interval_oid};
+constexpr Oid reserve_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid, interval_oid};
 constexpr statement_text reserve_text{R"(
 WITH live AS (
     SELECT completed, fingerprint, payload FROM idem_records
     WHERE key_hash = $1 AND expires_at > clock_timestamp()),
 reserved AS (
     INSERT INTO idem_records AS r
-        (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
-    SELECT $1, convert_from($2, 'UTF8'), convert_from($3, 'UTF8'), convert_from($4, 'UTF8'), $5, $6, NULL, false,
-           clock.now, clock.now + $7
+        (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
+    SELECT $1, convert_from($2, 'UTF8'), $3, $4, NULL, false, clock.now, clock.now + $5
     FROM (SELECT clock_timestamp() AS now) AS clock
     WHERE )" IDEM_READ_COMMITTED R"( AND NOT EXISTS (SELECT FROM live)
     ON CONFLICT (key_hash) DO UPDATE
@@ -51,9 +52,8 @@ FROM (SELECT) AS answer LEFT JOIN live ON true)",
 // It writes only at READ COMMITTED; when it returns no row the lookup below tells why.
 constexpr statement_text reserve_in_text{R"(
 INSERT INTO idem_records AS r
-    (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
-SELECT $1, convert_from($2, 'UTF8'), convert_from($3, 'UTF8'), convert_from($4, 'UTF8'), $5, $6, NULL, false,
-       clock.now, clock.now + $7
+    (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
+SELECT $1, convert_from($2, 'UTF8'), $3, $4, NULL, false, clock.now, clock.now + $5
 FROM (SELECT clock_timestamp() AS now) AS clock
 WHERE )" IDEM_READ_COMMITTED R"(
 ON CONFLICT (key_hash) DO UPDATE
@@ -88,27 +88,23 @@ FROM (SELECT) AS answer LEFT JOIN (
 // INSERT, which waits for a concurrent transaction inserting the same key and
 // fails (23505 on idem_records_pkey) when that one commits, so that the COMMIT
 // behind it cannot commit the business writes of a duplicate.
-// $7 payload, $8 completed (else in flight, and $7 ignored), $9 retention or lease.
-constexpr Oid insert_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid, bytea_oid,
-                                bytea_oid, bytea_oid, bool_oid,  interval_oid};
+// $5 payload, $6 completed (else in flight, and $5 ignored), $7 retention or lease.
+constexpr Oid insert_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid, bytea_oid, bool_oid, interval_oid};
 constexpr statement_text insert_text{R"(
 INSERT INTO idem_records
-    (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
-SELECT $1, convert_from($2, 'UTF8'), convert_from($3, 'UTF8'), convert_from($4, 'UTF8'), $5, $6,
-       CASE WHEN $8 THEN $7 END, $8, clock.now, clock.now + $9
+    (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
+SELECT $1, convert_from($2, 'UTF8'), $3, $4, CASE WHEN $6 THEN $5 END, $6, clock.now, clock.now + $7
 FROM (SELECT clock_timestamp() AS now) AS clock)",
                                      insert_types, "inserting a record"};
 
-// $7 payload, $8 retention. A live entry with another token, or a completed
+// $5 payload, $6 retention. A live entry with another token, or a completed
 // one, stays as it is.
-constexpr Oid complete_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid,
-                                  bytea_oid, bytea_oid, bytea_oid, interval_oid};
+constexpr Oid complete_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid, bytea_oid, interval_oid};
 constexpr statement_text complete_text{R"(
 WITH completed AS (
     INSERT INTO idem_records AS r
-        (key_hash, namespace, scope, key, token, fingerprint, payload, completed, created_at, expires_at)
-    SELECT $1, convert_from($2, 'UTF8'), convert_from($3, 'UTF8'), convert_from($4, 'UTF8'), $5, $6, $7, true,
-           clock.now, clock.now + $8
+        (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
+    SELECT $1, convert_from($2, 'UTF8'), $3, $4, $5, true, clock.now, clock.now + $6
     FROM (SELECT clock_timestamp() AS now) AS clock
     WHERE )" IDEM_READ_COMMITTED R"(
     ON CONFLICT (key_hash) DO UPDATE
@@ -148,7 +144,7 @@ SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM released))"
 
 constexpr Oid inspect_types[] = {bytea_oid, bool_oid};
 constexpr statement_text inspect_text{R"(
-SELECT completed, created_at, expires_at, clock_timestamp(), namespace, scope, key,
+SELECT completed, created_at, expires_at, clock_timestamp(), namespace,
        coalesce(octet_length(payload), 0)::bigint, CASE WHEN $2 THEN payload END
 FROM idem_records WHERE key_hash = $1)",
                                       inspect_types, "inspecting a record"};
@@ -179,14 +175,11 @@ DELETE FROM idem_records WHERE key_hash = ANY (ARRAY(
     throw store_error(store_failure::corrupt_record, "idem: the record " + key.key_hash() + " is corrupt: " + why);
 }
 
-// The key's parts as statement parameters 1 to 4.
+// The record's primary key and namespace as statement parameters 1 and 2.
 struct identity {
-    std::string scratch[3];
+    std::string scratch;
     void bind(parameters& p, const record_key& key) {
-        p.bytes(key.digest())
-            .bytes(readable(key.name_space(), scratch[0]))
-            .bytes(readable(key.owner().text(), scratch[1]))
-            .bytes(readable(key.key(), scratch[2]));
+        p.bytes(record_id(key.digest())).bytes(readable(key.name_space(), scratch));
     }
 };
 
@@ -213,7 +206,7 @@ public:
         : owner_(std::move(owner)), digest_(key.digest()), token_(token), payload_(payload), retention_(retention) {}
 
     void queue(pipeline& p) override {
-        values_.bytes(digest_).bytes(token_).bytes(payload_).interval(retention_);
+        values_.bytes(record_id(digest_)).bytes(token_).bytes(payload_).interval(retention_);
         owner_->complete_at_commit_.queue(p, values_);
     }
 
@@ -233,8 +226,7 @@ public:
               std::optional<std::string_view> payload, duration span)
         : owner_(std::move(owner)),
           digest_(key.digest()),
-          parts_{std::string(readable(key.name_space(), scratch_)), std::string(readable(key.owner().text(), scratch_)),
-                 std::string(readable(key.key(), scratch_))},
+          name_space_(readable(key.name_space(), scratch_)),
           token_(new_token()),
           fingerprint_(fingerprint),
           payload_(payload.value_or(std::string_view())),
@@ -242,7 +234,7 @@ public:
           span_(span) {}
 
     void queue(pipeline& p) override {
-        values_.bytes(digest_).bytes(parts_[0]).bytes(parts_[1]).bytes(parts_[2]);
+        values_.bytes(record_id(digest_)).bytes(name_space_);
         values_.bytes(token_).bytes(fingerprint_).bytes(payload_).boolean(completed_).interval(span_);
         first_ = p.size();
         owner_->insert_.queue(p, values_);
@@ -257,7 +249,7 @@ private:
     std::shared_ptr<record_statements> owner_;
     std::array<std::byte, 32> digest_;
     std::string scratch_;
-    std::string parts_[3];  // namespace, scope, key as readable text
+    std::string name_space_;  // as readable text
     std::string token_, fingerprint_, payload_;
     bool completed_;
     duration span_;
@@ -345,10 +337,8 @@ std::optional<record_state> inspected(const result& row, bool with_payload) {
     s.expires_at = row.timestamp(0, 2);
     s.now = row.timestamp(0, 3);
     s.name_space = row.bytes(0, 4);
-    s.scope = row.bytes(0, 5);
-    s.key = row.bytes(0, 6);
-    s.payload_bytes = static_cast<std::size_t>(row.int8(0, 7));
-    if (with_payload && !row.is_null(0, 8)) s.payload = std::string(row.bytes(0, 8));
+    s.payload_bytes = static_cast<std::size_t>(row.int8(0, 5));
+    if (with_payload && !row.is_null(0, 6)) s.payload = std::string(row.bytes(0, 6));
     return s;
 }
 
@@ -427,7 +417,7 @@ reservation record_statements::try_reserve_in(const record_key& key, std::string
 
 record_lookup record_statements::look_up(const record_key& key, std::string_view fingerprint, fast_path* tx) {
     parameters by_hash;
-    by_hash.bytes(key.digest());
+    by_hash.bytes(record_id(key.digest()));
     pipeline p(conn_);
     if (tx != nullptr && tx->held_begin() != nullptr) {
         p.query(tx->held_begin(), "BEGIN");
@@ -460,7 +450,7 @@ void record_statements::insert(const record_key& key, std::string_view fingerpri
 
 std::optional<reservation> record_statements::locked_entry(const record_key& key, std::string_view fingerprint) {
     parameters by_hash;
-    by_hash.bytes(key.digest());
+    by_hash.bytes(record_id(key.digest()));
     pipeline p(conn_);
     lookup_.queue(p, by_hash);
     p.run();
@@ -497,13 +487,13 @@ std::unique_ptr<deferred_statement> record_statements::complete_at_commit(const 
 
 bool record_statements::release(const record_key& key, std::string_view token) {
     parameters values;
-    values.bytes(key.digest()).bytes(token);
+    values.bytes(record_id(key.digest())).bytes(token);
     return run_checked(release_, values);
 }
 
 std::optional<record_state> record_statements::inspect(const std::array<std::byte, 32>& digest, bool with_payload) {
     parameters values;
-    values.bytes(digest).boolean(with_payload);
+    values.bytes(record_id(digest)).boolean(with_payload);
     pipeline p(conn_);
     inspect_.queue(p, values);
     p.run();

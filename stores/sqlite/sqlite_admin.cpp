@@ -6,6 +6,7 @@
 
 #include "idem/record_key.hpp"
 #include "internal/saturating_time.hpp"
+#include "sql/record_id.hpp"
 
 namespace idem::detail::sqlite {
 namespace {
@@ -13,7 +14,7 @@ namespace {
 // The payload column is read only when asked for; its size comes from the
 // record header either way.
 constexpr std::string_view inspect_sql = R"(
-SELECT state, namespace, scope, key, updated_at, expires_at, length(payload), CASE WHEN ?2 THEN payload END,
+SELECT state, namespace, updated_at, expires_at, length(payload), CASE WHEN ?2 THEN payload END,
        typeof(payload) = 'blob'
 FROM idem_records WHERE key_hash = ?1)";
 
@@ -31,15 +32,15 @@ admin_statements::admin_statements(database* db)
 std::optional<record_state> admin_statements::inspect(const std::array<std::byte, 32>& digest, bool with_payload,
                                                       std::int64_t now) {
     statement_use s(inspect_);
-    s->bind(1, digest);
+    s->bind(1, record_id(digest));
     s->bind(2, std::int64_t{with_payload ? 1 : 0});
     if (!s->step()) return std::nullopt;
     const auto state = s->column_int(0);
-    const auto updated_at = s->column_int(4);
-    const auto expires_at = s->column_int(5);
-    const auto payload_bytes = s->column_int(6);  // NULL while in flight
+    const auto updated_at = s->column_int(2);
+    const auto expires_at = s->column_int(3);
+    const auto payload_bytes = s->column_int(4);  // NULL while in flight
     // A completed record's payload is a blob, as the store itself requires when it replays one.
-    const bool payload_is_blob = s->column_int(8).value_or(0) == 1;
+    const bool payload_is_blob = s->column_int(6).value_or(0) == 1;
     if (!state || (*state != 0 && *state != 1) || !updated_at || !expires_at || (*state == 1 && !payload_is_blob))
         throw store_error(store_failure::corrupt_record, "idem: the record " + key_hash_of(digest) +
                                                              " is corrupt: it does not have the shape idem writes");
@@ -49,10 +50,8 @@ std::optional<record_state> admin_statements::inspect(const std::array<std::byte
     r.expires_at = at(*expires_at);
     r.now = at(now);
     r.name_space = std::string(s->column_text(1).value_or(""));
-    r.scope = std::string(s->column_text(2).value_or(""));
-    r.key = std::string(s->column_text(3).value_or(""));
     r.payload_bytes = static_cast<std::size_t>(payload_bytes.value_or(0));
-    if (const auto payload = s->column_blob(7)) r.payload = std::string(*payload);
+    if (const auto payload = s->column_blob(5)) r.payload = std::string(*payload);
     return r;
 }
 

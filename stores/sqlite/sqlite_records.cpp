@@ -4,14 +4,16 @@
 #include <limits>
 #include <string>
 
+#include "sql/record_id.hpp"
+
 namespace idem::detail::sqlite {
 namespace {
 
 // Expired means expires_at <= now, the same test everywhere: a row is either
 // live (and untouchable but by its token) or absent.
 constexpr std::string_view reserve_sql = R"(
-INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload, expires_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, NULL, ?7, ?8)
+INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, expires_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, 0, NULL, ?5, ?6)
 ON CONFLICT (key_hash) DO UPDATE SET
     fingerprint = excluded.fingerprint, token = excluded.token, state = 0, payload = NULL,
     expires_at = excluded.expires_at, updated_at = excluded.updated_at
@@ -22,16 +24,16 @@ RETURNING 1)";
 // since its BEGIN IMMEDIATE and looked the key up under it, so the key is free;
 // a plain INSERT still fails rather than overwrite anything.
 constexpr std::string_view insert_sql = R"(
-INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload, expires_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10))";
+INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, expires_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))";
 
 constexpr std::string_view lookup_sql = R"(
 SELECT state, token, fingerprint, payload, expires_at FROM idem_records WHERE key_hash = ?1)";
 
 // A live entry with another token, or a completed one, stays as it is.
 constexpr std::string_view complete_sql = R"(
-INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload, expires_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?8, ?9)
+INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, expires_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)
 ON CONFLICT (key_hash) DO UPDATE SET
     fingerprint = excluded.fingerprint, token = excluded.token, state = 1, payload = excluded.payload,
     expires_at = excluded.expires_at, updated_at = excluded.updated_at
@@ -48,10 +50,8 @@ DELETE FROM idem_records WHERE key_hash IN
     (SELECT key_hash FROM idem_records WHERE expires_at <= ?1 LIMIT ?2))";
 
 void bind_identity(statement_use& s, const record_key& key) {
-    s->bind(1, key.digest());
+    s->bind(1, record_id(key.digest()));
     s->bind_text(2, key.name_space());
-    s->bind_text(3, key.owner().text());
-    s->bind_text(4, key.key());
 }
 
 [[noreturn]] void corrupt(const record_key& key, const char* why) {
@@ -84,10 +84,10 @@ reservation record_statements::try_reserve(const record_key& key, std::string_vi
     {
         statement_use s(reserve_);
         bind_identity(s, key);
-        s->bind_blob(5, fingerprint);
-        s->bind_text(6, token);
-        s->bind(7, t.expires_at);
-        s->bind(8, t.now);
+        s->bind_blob(3, fingerprint);
+        s->bind_text(4, token);
+        s->bind(5, t.expires_at);
+        s->bind(6, t.now);
         if (s->step()) return reservation::reserved(std::string(token));
     }
     return read_live(key, fingerprint);
@@ -95,7 +95,7 @@ reservation record_statements::try_reserve(const record_key& key, std::string_vi
 
 reservation record_statements::read_live(const record_key& key, std::string_view fingerprint) {
     statement_use s(lookup_);
-    s->bind(1, key.digest());
+    s->bind(1, record_id(key.digest()));
     // The upsert left the row alone, so it exists and is live (in this
     // transaction, which holds the write lock), unless it is malformed.
     if (!s->step()) corrupt(key, "it vanished between two statements of one transaction");
@@ -105,7 +105,7 @@ reservation record_statements::read_live(const record_key& key, std::string_view
 std::optional<reservation> record_statements::peek(const record_key& key, std::string_view fingerprint,
                                                    std::int64_t now) {
     statement_use s(lookup_);
-    s->bind(1, key.digest());
+    s->bind(1, record_id(key.digest()));
     if (!s->step()) return std::nullopt;
     const auto expires_at = s->column_int(4);
     if (expires_at && *expires_at <= now) return std::nullopt;
@@ -114,7 +114,7 @@ std::optional<reservation> record_statements::peek(const record_key& key, std::s
 
 record_lookup record_statements::look_up(const record_key& key, std::string_view fingerprint, std::int64_t now) {
     statement_use s(lookup_);
-    s->bind(1, key.digest());
+    s->bind(1, record_id(key.digest()));
     if (!s->step()) return {record_lookup::found::nothing, {}};
     const auto expires_at = s->column_int(4);
     if (expires_at && *expires_at <= now) return {record_lookup::found::reserve, {}};  // expired: to take over
@@ -127,12 +127,12 @@ void record_statements::insert(const record_key& key, std::string_view fingerpri
                                std::optional<std::string_view> payload, record_times t) {
     statement_use s(insert_);
     bind_identity(s, key);
-    s->bind_blob(5, fingerprint);
-    s->bind_text(6, token);
-    s->bind(7, std::int64_t{payload ? 1 : 0});
-    if (payload) s->bind_blob(8, *payload);
-    s->bind(9, t.expires_at);
-    s->bind(10, t.now);
+    s->bind_blob(3, fingerprint);
+    s->bind_text(4, token);
+    s->bind(5, std::int64_t{payload ? 1 : 0});
+    if (payload) s->bind_blob(6, *payload);
+    s->bind(7, t.expires_at);
+    s->bind(8, t.now);
     (void)s->step();
 }
 
@@ -156,17 +156,17 @@ bool record_statements::complete(const record_key& key, std::string_view token, 
                                  std::string_view payload, record_times t) {
     statement_use s(complete_);
     bind_identity(s, key);
-    s->bind_blob(5, fingerprint);
-    s->bind_text(6, token);
-    s->bind_blob(7, payload);
-    s->bind(8, t.expires_at);
-    s->bind(9, t.now);
+    s->bind_blob(3, fingerprint);
+    s->bind_text(4, token);
+    s->bind_blob(5, payload);
+    s->bind(6, t.expires_at);
+    s->bind(7, t.now);
     return s->step();
 }
 
 bool record_statements::release(const record_key& key, std::string_view token, std::int64_t now) {
     statement_use s(release_);
-    s->bind(1, key.digest());
+    s->bind(1, record_id(key.digest()));
     s->bind_text(2, token);
     s->bind(3, now);
     return s->step();

@@ -9,6 +9,7 @@
 #include "cli_support.hpp"
 #include "idem/error.hpp"
 #include "idem/sqlite_store.hpp"
+#include "record_id_hex.hpp"
 
 namespace {
 
@@ -30,7 +31,7 @@ TEST_CASE("migrate applies the schema once; a second run applies nothing and sti
     workspace w;
     auto r = w.idem({"migrate", "--db", "sqlite:" + w.db});
     CHECK(r.exit_code == 0);
-    CHECK(r.out == "applied 0001_create_records\n");
+    CHECK(r.out == "applied 0001_create_records\napplied 0002_lean_records\n");
     CHECK(w.rows() == 0);
 
     r = w.idem({"migrate", "--db", w.db});
@@ -47,7 +48,7 @@ TEST_CASE("--db accepts sqlite:PATH, sqlite:///PATH and paths ending in .db, .sq
         CAPTURE(url);
         const auto r = w.idem({"migrate", "--db", url});
         CHECK(r.exit_code == 0);
-        CHECK(r.out == "applied 0001_create_records\n");
+        CHECK(r.out == "applied 0001_create_records\napplied 0002_lean_records\n");
     }
     CHECK(std::filesystem::exists(base / "a"));
     CHECK(std::filesystem::exists(base / "b.data"));
@@ -209,9 +210,10 @@ TEST_CASE("inspect shows times beyond 2262 and before 1677 as such, never as an 
     {
         soci::session s;
         idem::open_sqlite_session(s, w.db);
-        s << "UPDATE idem_records SET expires_at = 11000000000000 WHERE key = 'far-0'";  // 2318
-        s << "UPDATE idem_records SET expires_at = -9223372036854775807 - 1, updated_at = -9223372036854775807 - 1"
-             " WHERE key = 'far-1'";
+        const auto row = [](int n) { return " WHERE key_hash = X'" + idem::test::record_id_hex(key_of("far", n)) + "'"; };
+        s << "UPDATE idem_records SET expires_at = 11000000000000" + row(0);  // 2318
+        s << "UPDATE idem_records SET expires_at = -9223372036854775807 - 1, updated_at = -9223372036854775807 - 1" +
+                 row(1);
     }
     auto r = w.idem({"inspect", "--db", w.db, "--key-hash", digest_hex(key_of("far", 0))});
     CAPTURE(r.err);

@@ -11,6 +11,7 @@
 
 #include "idem/sqlite_store.hpp"
 #include "idem/transaction_runner.hpp"
+#include "record_id_hex.hpp"
 
 namespace idem::test::cli {
 namespace {
@@ -112,6 +113,12 @@ std::string digest_hex(const record_key& key) {
         out += digits[std::to_integer<unsigned>(b) & 15];
     }
     return out;
+}
+
+std::string named(const std::string& prefix, int count) {
+    std::string in;
+    for (int n = 0; n < count; ++n) in += (n ? ", X'" : "X'") + idem::test::record_id_hex(key_of(prefix, n)) + "'";
+    return "key_hash IN (" + in + ")";
 }
 
 long long purged(const outcome& r) {

@@ -71,6 +71,9 @@ void seed(const std::string& db, const std::string& prefix, int count, record_ki
 [[nodiscard]] bool contains(const std::string& text, const std::string& part);
 // The 64 lowercase hex characters of a record's digest, as `inspect --key-hash` takes it.
 [[nodiscard]] std::string digest_hex(const record_key& key);
+// SQLite's condition for the rows of prefix-0 ... prefix-(count - 1), by their
+// primary keys: rows carry no key text.
+[[nodiscard]] std::string named(const std::string& prefix, int count);
 // How many rows an `idem purge` run reports it purged; REQUIREs that it succeeded.
 [[nodiscard]] long long purged(const outcome& r);
 

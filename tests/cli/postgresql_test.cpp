@@ -95,14 +95,13 @@ struct pg_database {
     [[nodiscard]] long long rows(const std::string& where = "true") const { return count(uri, where); }
     [[nodiscard]] long long expired_rows() const { return rows("expires_at <= clock_timestamp()"); }
 
-    // `n` completed rows named prefix-i, expired `ago` (an SQL interval) ago.
+    // `n` completed rows named prefix-i, in namespace seed-prefix, expired `ago` (an SQL interval) ago.
     void seed_expired(const std::string& prefix, int n, const std::string& ago) const {
         execute(uri,
-                "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, payload, "
+                "INSERT INTO idem_records (key_hash, namespace, token, fingerprint, payload, "
                 "completed, created_at, expires_at) "
-                "SELECT sha256(convert_to('" +
-                    prefix + "-' || i, 'UTF8')), 'cli', 'tenant:acme', '" + prefix +
-                    "-' || i, '\\x01', 'fp', 'x', true, clock_timestamp() - interval '" + ago +
+                "SELECT substring(sha256(convert_to('" +
+                    prefix + "-' || i, 'UTF8')) FROM 1 FOR 16), 'seed-" + prefix + "', '\\x01', 'fp', 'x', true, clock_timestamp() - interval '" + ago +
                     "' - interval '1 hour', clock_timestamp() - interval '" + ago +
                     "' "
                     "FROM generate_series(0, " +
@@ -118,7 +117,8 @@ TEST_CASE("postgresql: migrate applies the schema once, then nothing, exit 0 bot
     auto r = w.idem({"migrate", "--db", db.uri});
     CAPTURE(r.err);
     CHECK(r.exit_code == 0);
-    CHECK(r.out == "applied 0001_create_records\napplied 0002_purge_by_insertion_order\napplied 0003_purge_by_expiry\n");
+    CHECK(r.out == "applied 0001_create_records\napplied 0002_purge_by_insertion_order\napplied 0003_purge_by_expiry\n"
+                  "applied 0004_lean_records\n");
     r = w.idem({"migrate", "--db", "postgres" + db.uri.substr(10)});  // postgres:// too
     CHECK(r.exit_code == 0);
     CHECK(r.out == "nothing to apply: the schema is up to date\n");
@@ -183,10 +183,10 @@ TEST_CASE("postgresql: purge --dry-run, --older-than, --batch and --max-rows; li
     CHECK(purged(r) == 250);
     CHECK(contains(r.out, " in 3 batches, "));
     CHECK(purged(w.idem({"purge", "--db", db.uri, "--older-than", "1h"})) == 50);
-    CHECK(db.rows("key LIKE 'recent-%'") == 200);
+    CHECK(db.rows("namespace = 'seed-recent'") == 200);
     CHECK(purged(w.idem({"purge", "--db", db.uri})) == 200);
     CHECK(db.rows() == 20);
-    CHECK(db.rows("key LIKE 'live-%' AND NOT completed") == 20);
+    CHECK(db.rows("namespace = 'cli' AND NOT completed") == 20);
 }
 
 TEST_CASE("postgresql: two purges at once delete each expired row exactly once") {
@@ -216,8 +216,8 @@ TEST_CASE("postgresql: purge never touches live rows while another process keeps
     CHECK(purged(r) == expired);
     CHECK(after > before);
     CHECK(errors == 0);
-    CHECK(db.rows("key LIKE 'live-%'") == written);
-    CHECK(db.rows("key LIKE 'live-%' AND NOT completed") == written / 2);
+    CHECK(db.rows("namespace = 'cli'") == written);
+    CHECK(db.rows("namespace = 'cli' AND NOT completed") == written / 2);
     CHECK(db.rows() == written);
 }
 

@@ -55,8 +55,6 @@ TEST_CASE("inspect reports state, times on the store's clock, payload size, and 
     CHECK(r->expires_at == written + 1h);
     CHECK(r->now == f.clock->now());
     CHECK(r->name_space == "admin");
-    CHECK(r->scope == "global");
-    CHECK(r->key == "done");
     CHECK(r->payload_bytes == 3);
     CHECK(!r->payload);
     CHECK(!r->expired());

@@ -11,6 +11,7 @@
 
 #include "fuzz_input.hpp"
 #include "sql/migrations.hpp"
+#include "sql/record_id.hpp"
 #include "sqlite_admin.hpp"
 #include "sqlite_records.hpp"
 
@@ -70,10 +71,11 @@ bool plant(const idem::record_key& key, const std::vector<std::string_view>& col
     sqlite::execute(db, "DELETE FROM idem_records; PRAGMA ignore_check_constraints = ON", "clearing");
     sqlite3_stmt* s = nullptr;
     const char* sql =
-        "INSERT INTO idem_records (key_hash, namespace, scope, key, state, token, fingerprint, payload, expires_at, "
-        "updated_at) VALUES (?1, 'fuzz', 'global', 'k', ?2, ?3, ?4, ?5, ?6, ?7)";
+        "INSERT INTO idem_records (key_hash, namespace, state, token, fingerprint, payload, expires_at, updated_at) "
+        "VALUES (?1, 'fuzz', ?2, ?3, ?4, ?5, ?6, ?7)";
     if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK) throw std::runtime_error("cannot prepare");
-    sqlite3_bind_blob(s, 1, key.digest().data(), static_cast<int>(key.digest().size()), SQLITE_STATIC);
+    const auto id = idem::detail::record_id(key.digest());
+    sqlite3_bind_blob(s, 1, id.data(), static_cast<int>(id.size()), SQLITE_STATIC);
     for (int i = 0; i < 6; ++i) bind(s, i + 2, idem::fuzz::part(columns, static_cast<std::size_t>(i)));
     const bool planted = sqlite3_step(s) == SQLITE_DONE;
     sqlite3_finalize(s);

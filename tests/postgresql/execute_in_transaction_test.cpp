@@ -14,6 +14,7 @@
 
 #include "executor_fixture.hpp"
 #include "idem/memory_store.hpp"
+#include "record_id_hex.hpp"
 
 namespace {
 
@@ -155,7 +156,9 @@ TEST_CASE("execute_in_transaction: a completing statement that completes nothing
                                            [&](transaction& tx) {
                                                bank::move_money(tx.session(), "c-1", 10);
                                                tx.session() << "UPDATE idem_records SET token = 'stolen'::bytea"
-                                                               " WHERE namespace = 'bank.transfer' AND key = 'c-1'";
+                                                               " WHERE key_hash = '\\x" +
+                                                                   idem::test::record_id_hex(bank::transfer_key("c-1")) +
+                                                                   "'";
                                                return std::string("moved 10");
                                            },
                                            f.codec);

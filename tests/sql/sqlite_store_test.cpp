@@ -7,9 +7,11 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <span>
 
 #include "bank.hpp"
 #include "idem/error.hpp"
+#include "record_id_hex.hpp"
 #include "store_scenarios.hpp"
 #include "temp_dir.hpp"
 
@@ -22,6 +24,16 @@ using idem::reservation_status;
 using idem::transaction;
 
 const idem::sqlite_connection_options fast{5s, idem::sqlite_synchronous::normal};
+
+// The whole 32-byte digest as hex: the first schema's primary key.
+std::string digest_hex(const idem::record_key& key) {
+    std::string out;
+    for (std::byte b : key.digest()) {
+        out += "0123456789abcdef"[std::to_integer<unsigned>(b) >> 4];
+        out += "0123456789abcdef"[std::to_integer<unsigned>(b) & 15];
+    }
+    return out;
+}
 
 struct fixture {
     idem::test::temp_dir dir{"sqlite-store"};
@@ -102,7 +114,7 @@ TEST_CASE("sqlite store: a record write that fails inside a savepoint keeps the 
     CHECK(bank::count(f.session, "SELECT count(*) FROM idem_records") == 0);
 }
 
-TEST_CASE("sqlite store: rows are keyed by the 32-byte digest; the readable columns are informational") {
+TEST_CASE("sqlite store: rows are keyed by the digest's first 16 bytes and hold no key or scope text") {
     fixture f;
     const idem::record_key key("orders", idem::scope::tenant("acme"), "order-17");
     const std::string payload("\x00\x01\xff binary", 10);
@@ -110,18 +122,17 @@ TEST_CASE("sqlite store: rows are keyed by the 32-byte digest; the readable colu
         auto r = f.store.try_reserve(tx, key, "fp", 1min);
         REQUIRE(f.store.complete(tx, key, r.token, "fp", payload, 24h));
     });
-    std::string ns, scope, k;
+    std::string ns;
     long long hash_bytes = 0, state = 0;
     std::string hash_hex;
-    f.session << "SELECT namespace, scope, key, length(key_hash), hex(key_hash), state FROM idem_records",
-        soci::into(ns), soci::into(scope), soci::into(k), soci::into(hash_bytes), soci::into(hash_hex),
-        soci::into(state);
+    f.session << "SELECT namespace, length(key_hash), hex(key_hash), state FROM idem_records", soci::into(ns),
+        soci::into(hash_bytes), soci::into(hash_hex), soci::into(state);
     CHECK(ns == "orders");
-    CHECK(scope == "tenant:acme");
-    CHECK(k == "order-17");
-    CHECK(hash_bytes == 32);
+    CHECK(hash_bytes == 16);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM pragma_table_info('idem_records')"
+                                 " WHERE name IN ('scope', 'key')") == 0);
     std::string expected;
-    for (std::byte b : key.digest()) {
+    for (std::byte b : std::span(key.digest()).first(16)) {
         const auto v = std::to_integer<unsigned>(b);
         expected += "0123456789ABCDEF"[v >> 4];
         expected += "0123456789ABCDEF"[v & 15];
@@ -163,7 +174,7 @@ TEST_CASE("sqlite store: migrate applies each migration once") {
     } catch (const idem::store_error& e) {
         CHECK(e.failure() == idem::store_failure::schema);
     }
-    CHECK(lazy.migrate() == std::vector<std::string>{"0001_create_records"});
+    CHECK(lazy.migrate() == std::vector<std::string>{"0001_create_records", "0002_lean_records"});
     CHECK(lazy.migrate().empty());
     idem::sqlite_store again{{.path = db, .connection = fast}};  // migrates on open: nothing to do
     CHECK(again.migrate().empty());
@@ -171,7 +182,7 @@ TEST_CASE("sqlite store: migrate applies each migration once") {
 
     soci::session session;
     idem::open_sqlite_session(session, db, fast);
-    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 1);
+    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 2);
     // A schema from a newer library is not touched.
     session << "INSERT INTO idem_schema_versions (version, name) VALUES (9999, '9999_future')";
     try {
@@ -180,6 +191,63 @@ TEST_CASE("sqlite store: migrate applies each migration once") {
     } catch (const idem::store_error& e) {
         CHECK(e.failure() == idem::store_failure::schema);
     }
+}
+
+TEST_CASE("sqlite store: a table of the first schema, with rows in it, moves to the current layout") {
+    idem::test::temp_dir dir{"sqlite-from-0001"};
+    const std::string db = (dir.path() / "old.db").string();
+    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    const idem::record_key done("m", idem::scope::tenant("acme"), "done"), running("m", "running"), gone("m", "gone");
+    {
+        // What version 1 left: its schema, its version row and records in all three states.
+        soci::session s;
+        idem::open_sqlite_session(s, db, fast);
+        // Its file without comments, one statement at a time (SOCI runs a string's first statement).
+        std::ifstream in(IDEM_SOURCE_ROOT "/migrations/sqlite/0001_create_records.sql");
+        std::string schema;
+        for (std::string line; std::getline(in, line);) schema += line.substr(0, line.find("--")) + "\n";
+        REQUIRE(schema.find("CREATE TABLE") != std::string::npos);
+        for (std::size_t at = 0, end; (end = schema.find(';', at)) != std::string::npos; at = end + 1)
+            s << schema.substr(at, end - at);
+        s << "CREATE TABLE idem_schema_versions (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+             " applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)";
+        s << "INSERT INTO idem_schema_versions (version, name) VALUES (1, '0001_create_records')";
+        const auto row = [&](const idem::record_key& key, const std::string& token, const std::string& rest) {
+            s << "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload,"
+                 " expires_at, updated_at) VALUES (X'" + std::string(digest_hex(key)) + "', 'm', '" +
+                     key.owner().text() + "', '" + key.key() + "', X'6670', '" + token + "', " + rest + ")";
+        };
+        row(done, "tok-d", "1, X'70616964', " + std::to_string(now + 3'600'000) + ", " + std::to_string(now));
+        row(running, "tok-r", "0, NULL, " + std::to_string(now + 600'000) + ", " + std::to_string(now));
+        row(gone, "tok-g", "1, X'6f6c64', " + std::to_string(now - 3'600'000) + ", " + std::to_string(now - 7'200'000));
+    }
+
+    idem::sqlite_store store{{.path = db, .connection = fast}};  // migrates on open
+    soci::session s;
+    idem::open_sqlite_session(s, db, fast);
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 2);
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE length(key_hash) = 16") == 3);
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE key_hash = X'" + idem::test::record_id_hex(done) +
+                             "'") == 1);
+    CHECK(bank::count(s, "SELECT count(*) FROM pragma_table_info('idem_records') WHERE name IN ('scope', 'key')") ==
+          0);
+    CHECK(bank::count(s, "SELECT count(*) FROM sqlite_master WHERE name = 'idem_records_expires_at'") == 1);
+    CHECK(bank::count(s, "SELECT count(*) FROM sqlite_master WHERE name = 'idem_records_lean'") == 0);
+
+    // The rows mean what they meant.
+    const auto replay = store.try_reserve(done, "fp", 1min);
+    CHECK(replay.status == reservation_status::completed);
+    CHECK(replay.payload == "paid");
+    CHECK(store.try_reserve(done, "other", 1min).status == reservation_status::fingerprint_mismatch);
+    CHECK(store.try_reserve(running, "fp", 1min).status == reservation_status::in_flight);
+    CHECK(store.complete(running, "tok-r", "fp", "finished", 1h));
+    CHECK(store.try_reserve(running, "fp", 1min).payload == "finished");
+    CHECK(store.count_expired(0s) == 1);
+    CHECK(store.purge_batch(100, 0s) == 1);
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_records") == 2);
+    CHECK(store.try_reserve(gone, "fp", 1min).status == reservation_status::reserved);
 }
 
 TEST_CASE("sqlite store: corrupted rows give corrupt_record errors that name only the key hash") {
@@ -235,7 +303,7 @@ TEST_CASE("sqlite store: rows past 2262 and at the ends of int64 are read, inspe
     idem::test::times_beyond_time_point_are_clamped(f.under_test(), f.store, [&](const std::string& key,
                                                                                    const std::string& which) {
         f.session << "UPDATE idem_records SET expires_at = " + millis.at(which) + ", updated_at = " + millis.at(which) +
-                         " WHERE key = '" + key + "'";
+                         " WHERE key_hash = X'" + idem::test::record_id_hex(idem::record_key("far", key)) + "'";
     });
 }
 
