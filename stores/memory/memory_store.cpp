@@ -1,6 +1,8 @@
 #include "idem/memory_store.hpp"
 
+#include <array>
 #include <cstring>
+#include <stdexcept>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -17,6 +19,7 @@ constexpr std::size_t shard_count = 64;
 constexpr std::size_t sweep_per_call = 8;
 
 using digest = std::array<std::byte, 32>;
+constexpr std::size_t token_length = 32;  // detail::new_token's
 
 // The digest is uniformly distributed already: its first bytes are the hash.
 std::uint32_t hash_of(const digest& d) noexcept {
@@ -35,9 +38,15 @@ struct memory_store::shard {
     struct entry {
         digest key;
         bool completed = false;
-        std::string token;
+        // A reservation's token: the store's own, all of one length, kept in
+        // place. A completed entry needs none (no token completes or releases it).
+        std::array<char, token_length> token{};
         std::string fingerprint;
         std::string payload;
+
+        [[nodiscard]] bool holds(std::string_view t) const noexcept {
+            return t == std::string_view(token.data(), token.size());
+        }
     };
     // One index cell: 1 + the slot of the entry whose key hashes here (0: an
     // empty cell), beside that key's hash, so that a probe rarely reads an entry.
@@ -102,7 +111,6 @@ struct memory_store::shard {
         }
         expiry.pop_back();
         entry& spare = entries[last];
-        spare.token.clear();
         spare.fingerprint.clear();
         // A large result's buffer is not worth keeping.
         if (spare.payload.capacity() > kept_payload_capacity) std::string().swap(spare.payload);
@@ -207,6 +215,7 @@ std::size_t memory_store::size() const {
 
 reservation memory_store::do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
     std::string token = detail::new_token();
+    if (token.size() != token_length) throw std::logic_error("idem: a token of unexpected length");
     shard& s = shard_for(key);
     const time_point now = clock_->now();
     std::lock_guard lock(s.mutex);
@@ -220,7 +229,7 @@ reservation memory_store::do_try_reserve(const record_key& key, std::string_view
     }
     // Absent, or expired: a reservation of the key's own, in place.
     s.expiry[slot] = detail::saturating_add(now, lease);
-    e.token.assign(token);
+    std::memcpy(e.token.data(), token.data(), e.token.size());
     e.fingerprint.assign(fingerprint);
     e.payload.clear();
     e.completed = false;
@@ -235,10 +244,9 @@ bool memory_store::do_complete(const record_key& key, std::string_view token, st
     s.sweep(now, sweep_per_call, sweep_per_call);
     const auto [slot, fresh] = s.find_or_add(key.digest());
     shard::entry& e = s.entries[slot];
-    if (!fresh && s.expiry[slot] > now && (e.completed || e.token != token)) return false;
+    if (!fresh && s.expiry[slot] > now && (e.completed || !e.holds(token))) return false;
     // The caller's live reservation, or an entry gone or expired since: the result is recorded.
     s.expiry[slot] = detail::saturating_add(now, retention);
-    e.token.assign(token);
     e.fingerprint.assign(fingerprint);
     e.payload.assign(payload);
     e.completed = true;
@@ -254,7 +262,7 @@ bool memory_store::do_release(const record_key& key, std::string_view token) {
     if (slot == s.size()) return false;
     const shard::entry& e = s.entries[slot];
     const bool expired = s.expiry[slot] <= now;
-    if (!expired && (e.completed || e.token != token)) return false;
+    if (!expired && (e.completed || !e.holds(token))) return false;
     s.erase(slot);
     return !expired;
 }
