@@ -14,8 +14,9 @@ namespace {
 
 constexpr std::size_t shard_count = 64;
 // Entries a call looks at, walking round its shard, before its own work; the
-// expired ones it removes. A whole pass over n entries takes n / 8 calls, which
-// add at most that many: entries left expired stay under a third of the shard.
+// expired ones it removes. A pass over n entries takes n / 8 calls, and an
+// entry is removed at most two passes after it expired: those calls add at
+// most n / 4 entries, so expired ones stay within a third of the live ones.
 constexpr std::size_t sweep_per_call = 8;
 
 using digest = std::array<std::byte, 32>;
