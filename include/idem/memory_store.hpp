@@ -8,6 +8,7 @@
 //   idem::executor exec{store};
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "idem/export.hpp"
@@ -38,6 +39,7 @@ private:
 
     std::shared_ptr<const clock> clock_;
     std::unique_ptr<shard[]> shards_;
+    std::atomic<std::size_t> purge_from_{0};  // the shard where the last purge stopped
 };
 
 }  // namespace idem

@@ -1,10 +1,9 @@
 #include "idem/memory_store.hpp"
 
-#include <algorithm>
+#include <array>
 #include <cstring>
-#include <functional>
+#include <stdexcept>
 #include <mutex>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -14,129 +13,186 @@ namespace idem {
 namespace {
 
 constexpr std::size_t shard_count = 64;
-// Expired entries a call sweeps from its shard before its own work: bounded, so
-// no call pays for a large backlog, yet the store never grows without bound.
-constexpr std::size_t sweep_per_call = 4;
+// Entries a call looks at, walking round its shard, before its own work; the
+// expired ones it removes. A pass over n entries takes n / 8 calls, and an
+// entry is removed at most two passes after it expired: those calls add at
+// most n / 4 entries, so expired ones stay within a third of the live ones.
+constexpr std::size_t sweep_per_call = 8;
 
 using digest = std::array<std::byte, 32>;
+constexpr std::size_t token_length = 32;  // detail::new_token's
 
-struct digest_hash {
-    std::size_t operator()(const digest& d) const noexcept {
-        std::size_t h;
-        std::memcpy(&h, d.data(), sizeof h);  // already uniformly distributed
-        return h;
-    }
-};
+// The digest is uniformly distributed already: its first bytes are the hash.
+std::uint32_t hash_of(const digest& d) noexcept {
+    std::uint32_t h;
+    std::memcpy(&h, d.data(), sizeof h);
+    return h;
+}
+
+bool same(const digest& a, const digest& b) noexcept { return std::memcmp(a.data(), b.data(), a.size()) == 0; }
 
 }  // namespace
 
+// The entries of one shard: a dense array, found through an open-addressing
+// index, and swept by a cursor walking round the array.
 struct memory_store::shard {
     struct entry {
-        std::string token;
+        digest key;
+        bool completed = false;
+        // A reservation's token: the store's own, all of one length, kept in
+        // place. A completed entry needs none (no token completes or releases it).
+        std::array<char, token_length> token{};
         std::string fingerprint;
         std::string payload;
-        bool completed = false;
-        time_point expires_at;
-        time_point due_at;  // the time of this entry's pending pair in by_expiry: never after expires_at
+
+        [[nodiscard]] bool holds(std::string_view t) const noexcept {
+            return t == std::string_view(token.data(), token.size());
+        }
     };
-    // When entries are due to be looked at: a min-heap of (time, key). Each
-    // entry has one pending pair, at or before its expiry; a pair popped early
-    // (the entry was completed with a longer retention since) is pushed again
-    // at the entry's expiry, so a completion within the lease pushes nothing.
-    // A popped pair whose entry is gone, or has another pending pair, is stale:
-    // skipped.
-    struct due {
-        time_point at;
-        digest key;
-        bool operator>(const due& other) const noexcept { return at > other.at; }
+    // One index cell: 1 + the slot of the entry whose key hashes here (0: an
+    // empty cell), beside that key's hash, so that a probe rarely reads an entry.
+    struct cell {
+        std::uint32_t hash = 0;
+        std::uint32_t slot = 0;
     };
-    using map = std::unordered_map<digest, entry, digest_hash>;
 
     mutable std::mutex mutex;
-    map entries;
-    std::vector<due> by_expiry;  // heap ordered by std::greater: earliest first
-    // Nodes of erased entries, kept for the next ones with their strings'
-    // buffers: an entry then costs no allocation.
-    std::vector<map::node_type> spare;
+    // Slots below size() hold entries, in no order; past them, emptied entries
+    // whose string buffers the next entries reuse.
+    std::vector<entry> entries;
+    // expiry[i]: when entries[i] expires. Apart from the entries, so that a
+    // sweep reads eight of them from one cache line.
+    std::vector<time_point> expiry;
+    std::vector<cell> index = std::vector<cell>(min_index);  // a power of two, at most half full; linear probing
+    std::size_t cursor = 0;  // the sweep has slots [0, cursor) left in this pass, and walks down
 
-    // The entry for `key`, created when absent: fresh says so. A fresh entry
-    // is empty and has no pending pair yet.
-    // One lookup either way: a spare node offered to the map comes back when
-    // the key is there already.
-    std::pair<entry*, bool> find_or_add(const digest& key) {
-        if (spare.empty()) {
-            auto [it, fresh] = entries.try_emplace(key);
-            return {&it->second, fresh};
+    [[nodiscard]] std::size_t size() const noexcept { return expiry.size(); }
+
+    // The cell holding `key`, or the empty cell that ends its probe run.
+    [[nodiscard]] std::size_t probe(const digest& key, std::uint32_t h) const noexcept {
+        const std::size_t mask = index.size() - 1;
+        for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+            const cell c = index[i];
+            if (c.slot == 0 || (c.hash == h && same(entries[c.slot - 1].key, key))) return i;
         }
-        spare.back().key() = key;
-        auto added = entries.insert(std::move(spare.back()));
-        spare.pop_back();
-        if (!added.inserted) spare.push_back(std::move(added.node));
-        return {&added.position->second, added.inserted};
     }
 
-    void erase(map::iterator it) {
-        if (spare.size() == spare_limit) {
-            entries.erase(it);
-            return;
+    // The slot of `key`'s entry, or size() when it has none.
+    [[nodiscard]] std::size_t find(const digest& key) const noexcept {
+        const cell c = index[probe(key, hash_of(key))];
+        return c.slot == 0 ? size() : c.slot - 1;
+    }
+
+    // The slot of `key`'s entry, added when absent (fresh: empty, its expiry
+    // to be set by the caller). One probe either way.
+    std::pair<std::size_t, bool> find_or_add(const digest& key) {
+        const std::uint32_t h = hash_of(key);
+        std::size_t at = probe(key, h);
+        if (index[at].slot != 0) return {index[at].slot - 1, false};
+        if (2 * (size() + 1) > index.size()) {
+            reindex(2 * index.size());
+            at = probe(key, h);
         }
-        map::node_type node = entries.extract(it);
-        entry& e = node.mapped();
-        e.token.clear();
-        e.fingerprint.clear();
+        const std::size_t slot = size();
+        if (slot == entries.size()) entries.emplace_back();
+        entries[slot].key = key;
+        expiry.emplace_back();
+        index[at] = {h, static_cast<std::uint32_t>(slot + 1)};
+        return {slot, true};
+    }
+
+    // Removes the entry in `slot`; the last entry moves into its place.
+    void erase(std::size_t slot) {
+        unlink(cell_of(slot));
+        const std::size_t last = size() - 1;
+        if (slot != last) {
+            index[cell_of(last)].slot = static_cast<std::uint32_t>(slot + 1);
+            std::swap(entries[slot], entries[last]);
+            expiry[slot] = expiry[last];
+        }
+        expiry.pop_back();
+        entry& spare = entries[last];
+        spare.fingerprint.clear();
         // A large result's buffer is not worth keeping.
-        if (e.payload.capacity() > kept_payload_capacity) std::string().swap(e.payload);
-        e.payload.clear();
-        spare.push_back(std::move(node));
+        if (spare.payload.capacity() > kept_payload_capacity) std::string().swap(spare.payload);
+        spare.payload.clear();
+        shrink();
     }
 
-    // Sets when the entry expires, keeping its pending pair (if it has one:
-    // `pending`) at or before then.
-    void expire(const digest& key, entry& e, time_point at, bool pending) {
-        e.expires_at = at;
-        if (pending && e.due_at <= at) return;
-        e.due_at = at;
-        by_expiry.push_back({at, key});
-        std::push_heap(by_expiry.begin(), by_expiry.end(), std::greater<>{});
-        // Stale pairs wait for their time; calls that release or shorten
-        // entries within a long lease would pile them up, so past twice the
-        // entries the heap is rebuilt from the entries (amortized: one rebuild
-        // per as many pushes as there are entries).
-        if (by_expiry.size() > 2 * entries.size() + 64) rebuild();
-    }
-
-    void rebuild() {
-        by_expiry.clear();
-        for (auto& [k, v] : entries) {
-            v.due_at = v.expires_at;
-            by_expiry.push_back({v.expires_at, k});
-        }
-        std::make_heap(by_expiry.begin(), by_expiry.end(), std::greater<>{});
-    }
-
-    // Removes up to `limit` expired entries, earliest first; how many. Stale
-    // and early pairs popped on the way cost nothing extra over time: each
-    // push pops once.
-    std::size_t sweep(time_point now, std::size_t limit) {
+    // Looks at up to `look` entries, walking down from the cursor and round,
+    // and removes the expired ones, at most `limit`; how many it removed. An
+    // entry moved into a removed one's slot comes from the top of the array:
+    // looked at already in this pass, or added since.
+    std::size_t sweep(time_point now, std::size_t look, std::size_t limit) {
         std::size_t removed = 0;
-        while (removed < limit && !by_expiry.empty() && by_expiry.front().at <= now) {
-            std::pop_heap(by_expiry.begin(), by_expiry.end(), std::greater<>{});
-            const due d = by_expiry.back();
-            by_expiry.pop_back();
-            auto it = entries.find(d.key);
-            if (it == entries.end() || it->second.due_at != d.at) continue;  // stale
-            if (it->second.expires_at <= now) {
-                erase(it);
+        for (; look > 0 && removed < limit && size() > 0; --look) {
+            if (cursor == 0 || cursor > size()) cursor = size();  // a new pass
+            --cursor;
+            if (expiry[cursor] <= now) {
+                erase(cursor);
                 ++removed;
-            } else {
-                expire(d.key, it->second, it->second.expires_at, false);  // due later: look again then
             }
         }
         return removed;
     }
 
-    static constexpr std::size_t spare_limit = 16;
+    // Removes up to `limit` expired entries: the rest of this pass, then one
+    // whole pass from the top, so fewer than `limit` means none is left.
+    std::size_t purge(time_point now, std::size_t limit) {
+        std::size_t removed = sweep(now, cursor, limit);
+        if (removed < limit) {
+            cursor = 0;
+            removed += sweep(now, size(), limit - removed);
+        }
+        return removed;
+    }
+
+private:
+    static constexpr std::size_t min_index = 16;
     static constexpr std::size_t kept_payload_capacity = 1024;
+
+    [[nodiscard]] std::size_t cell_of(std::size_t slot) const noexcept {
+        const std::size_t mask = index.size() - 1;
+        std::size_t i = hash_of(entries[slot].key) & mask;
+        while (index[i].slot != slot + 1) i = (i + 1) & mask;
+        return i;
+    }
+
+    // Empties the cell at `hole`, moving later cells of its probe run back so
+    // that no probe stops early at the gap.
+    void unlink(std::size_t hole) noexcept {
+        const std::size_t mask = index.size() - 1;
+        for (std::size_t i = (hole + 1) & mask; index[i].slot != 0; i = (i + 1) & mask) {
+            const std::size_t home = index[i].hash & mask;
+            if (((i - home) & mask) >= ((i - hole) & mask)) {  // the hole lies on this cell's probe path
+                index[hole] = index[i];
+                hole = i;
+            }
+        }
+        index[hole] = {};
+    }
+
+    void reindex(std::size_t cells) {
+        index.assign(cells, {});
+        const std::size_t mask = cells - 1;
+        for (std::size_t slot = 0; slot < size(); ++slot) {
+            const std::uint32_t h = hash_of(entries[slot].key);
+            std::size_t i = h & mask;
+            while (index[i].slot != 0) i = (i + 1) & mask;
+            index[i] = {h, static_cast<std::uint32_t>(slot + 1)};
+        }
+    }
+
+    // After a peak the shard gives memory back, by halves, so that a store
+    // hovering at one size does not reallocate back and forth.
+    void shrink() {
+        if (index.size() > min_index && 8 * size() < index.size()) reindex(index.size() / 2);
+        if (entries.size() > min_index && 4 * size() < entries.size()) {
+            entries.resize(entries.size() / 2);
+            entries.shrink_to_fit();
+            expiry.shrink_to_fit();
+        }
+    }
 };
 
 memory_store::memory_store(std::shared_ptr<const clock> time)
@@ -145,7 +201,7 @@ memory_store::memory_store(std::shared_ptr<const clock> time)
 memory_store::~memory_store() = default;
 
 memory_store::shard& memory_store::shard_for(const record_key& key) const {
-    // The digest's last byte picks the shard; its first bytes feed the hash map.
+    // The digest's last byte picks the shard; its first bytes feed the index.
     return shards_[std::to_integer<std::size_t>(key.digest()[31]) % shard_count];
 }
 
@@ -153,29 +209,31 @@ std::size_t memory_store::size() const {
     std::size_t total = 0;
     for (std::size_t i = 0; i < shard_count; ++i) {
         std::lock_guard lock(shards_[i].mutex);
-        total += shards_[i].entries.size();
+        total += shards_[i].size();
     }
     return total;
 }
 
 reservation memory_store::do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
     std::string token = detail::new_token();
+    if (token.size() != token_length) throw std::logic_error("idem: a token of unexpected length");
     shard& s = shard_for(key);
     const time_point now = clock_->now();
     std::lock_guard lock(s.mutex);
-    s.sweep(now, sweep_per_call);
-    auto [e, fresh] = s.find_or_add(key.digest());
-    if (!fresh && e->expires_at > now) {
-        if (e->fingerprint != fingerprint) return reservation::fingerprint_mismatch();
-        if (e->completed) return reservation::completed(e->payload);
+    s.sweep(now, sweep_per_call, sweep_per_call);
+    const auto [slot, fresh] = s.find_or_add(key.digest());
+    shard::entry& e = s.entries[slot];
+    if (!fresh && s.expiry[slot] > now) {
+        if (e.fingerprint != fingerprint) return reservation::fingerprint_mismatch();
+        if (e.completed) return reservation::completed(e.payload);
         return reservation::in_flight();
     }
     // Absent, or expired: a reservation of the key's own, in place.
-    s.expire(key.digest(), *e, detail::saturating_add(now, lease), !fresh);
-    e->token.assign(token);
-    e->fingerprint.assign(fingerprint);
-    e->payload.clear();
-    e->completed = false;
+    s.expiry[slot] = detail::saturating_add(now, lease);
+    std::memcpy(e.token.data(), token.data(), e.token.size());
+    e.fingerprint.assign(fingerprint);
+    e.payload.clear();
+    e.completed = false;
     return reservation::reserved(std::move(token));
 }
 
@@ -184,15 +242,15 @@ bool memory_store::do_complete(const record_key& key, std::string_view token, st
     shard& s = shard_for(key);
     const time_point now = clock_->now();
     std::lock_guard lock(s.mutex);
-    s.sweep(now, sweep_per_call);
-    auto [e, fresh] = s.find_or_add(key.digest());
-    if (!fresh && e->expires_at > now && (e->completed || e->token != token)) return false;
+    s.sweep(now, sweep_per_call, sweep_per_call);
+    const auto [slot, fresh] = s.find_or_add(key.digest());
+    shard::entry& e = s.entries[slot];
+    if (!fresh && s.expiry[slot] > now && (e.completed || !e.holds(token))) return false;
     // The caller's live reservation, or an entry gone or expired since: the result is recorded.
-    s.expire(key.digest(), *e, detail::saturating_add(now, retention), !fresh);
-    e->token.assign(token);
-    e->fingerprint.assign(fingerprint);
-    e->payload.assign(payload);
-    e->completed = true;
+    s.expiry[slot] = detail::saturating_add(now, retention);
+    e.fingerprint.assign(fingerprint);
+    e.payload.assign(payload);
+    e.completed = true;
     return true;
 }
 
@@ -200,21 +258,29 @@ bool memory_store::do_release(const record_key& key, std::string_view token) {
     shard& s = shard_for(key);
     const time_point now = clock_->now();
     std::lock_guard lock(s.mutex);
-    s.sweep(now, sweep_per_call);
-    const auto it = s.entries.find(key.digest());
-    if (it == s.entries.end()) return false;
-    const shard::entry& e = it->second;
-    const bool expired = e.expires_at <= now;
-    if (!expired && (e.completed || e.token != token)) return false;
-    s.erase(it);  // its pending pair goes stale
+    s.sweep(now, sweep_per_call, sweep_per_call);
+    const std::size_t slot = s.find(key.digest());
+    if (slot == s.size()) return false;
+    const shard::entry& e = s.entries[slot];
+    const bool expired = s.expiry[slot] <= now;
+    if (!expired && (e.completed || !e.holds(token))) return false;
+    s.erase(slot);
     return !expired;
 }
 
 std::size_t memory_store::do_purge_expired(std::size_t limit) {
+    // Each call starts at the shard where the last one stopped: a purge loop
+    // goes round the store once, not once per call.
     std::size_t removed = 0;
-    for (std::size_t i = 0; i < shard_count && removed < limit; ++i) {
-        std::lock_guard lock(shards_[i].mutex);
-        removed += shards_[i].sweep(clock_->now(), limit - removed);
+    const std::size_t first = purge_from_.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < shard_count; ++i) {
+        const std::size_t at = (first + i) % shard_count;
+        std::lock_guard lock(shards_[at].mutex);
+        removed += shards_[at].purge(clock_->now(), limit - removed);
+        if (removed == limit) {
+            purge_from_.store(at, std::memory_order_relaxed);
+            break;
+        }
     }
     return removed;
 }

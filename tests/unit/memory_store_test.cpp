@@ -1,6 +1,8 @@
 // Memory-store specifics beyond the shared contract (tests/contract).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -119,4 +121,58 @@ TEST_CASE("memory store: an expired reservation is taken over in place, and its 
     CHECK_FALSE(store.release(key, second.token));
     CHECK(store.complete(key, third.token, "fp", "done", 1h));
     CHECK(store.size() == 1);
+}
+
+TEST_CASE("memory store: short leases among long retentions never make the store grow without bound") {
+    auto clock = std::make_shared<manual_clock>();
+    memory_store store(clock);
+    constexpr int kept = 2000;
+    for (int i = 0; i < kept; ++i) {
+        const record_key key("kept", std::to_string(i));
+        const auto r = store.try_reserve(key, "fp", 1min);
+        REQUIRE(store.complete(key, r.token, "fp", "result", 24h));
+    }
+    // Waves of short leases on fresh keys, each wave expired before the next:
+    // without purge, only the sweeps of the calls themselves bound the store.
+    constexpr int wave = 1000;
+    std::size_t largest = 0;
+    for (int w = 0; w < 100; ++w) {
+        for (int i = 0; i < wave; ++i)
+            (void)store.try_reserve(record_key("brief", std::to_string(w) + "-" + std::to_string(i)), "fp", 1s);
+        largest = std::max(largest, store.size());
+        clock->advance(2s);
+    }
+    // 102,000 entries were made; at most 3,000 are live at once, and the
+    // expired ones left stay within a third of those.
+    CHECK(largest <= (kept + wave) * 4 / 3);
+    CHECK(store.purge_expired(1000000) <= largest - kept);
+    CHECK(store.size() == kept);
+    for (int i = 0; i < kept; i += 97)
+        CHECK(store.try_reserve(record_key("kept", std::to_string(i)), "fp", 1s).payload == "result");
+}
+
+TEST_CASE("memory store: purge in small batches removes every expired entry and only those") {
+    auto clock = std::make_shared<manual_clock>();
+    memory_store store(clock);
+    std::vector<std::string> tokens;
+    for (int i = 0; i < 3000; ++i)
+        tokens.push_back(store.try_reserve(record_key("ns", std::to_string(i)), "fp", i % 2 == 0 ? 1s : 1h).token);
+    clock->advance(2s);
+    // Releases and calls on other keys move entries and the sweeps part way round.
+    for (int i = 1; i < 3000; i += 6) REQUIRE(store.release(record_key("ns", std::to_string(i)), tokens[i]));
+    for (int i = 0; i < 300; ++i) (void)store.try_reserve(record_key("other", std::to_string(i)), "fp", 1h);
+    const std::size_t expired = store.size() - (1500 - 500) - 300;
+    std::size_t purged = 0;
+    std::size_t batch = 0;
+    do {
+        batch = store.purge_expired(7);
+        purged += batch;
+    } while (batch == 7);
+    CHECK(store.purge_expired(7) == 0);  // a batch short of its limit left none
+    CHECK(purged == expired);
+    CHECK(store.size() == 1000 + 300);
+    for (int i = 1; i < 3000; i += 2) {
+        const auto status = store.try_reserve(record_key("ns", std::to_string(i)), "fp", 1h).status;
+        CHECK(status == (i % 6 == 1 ? reservation_status::reserved : reservation_status::in_flight));
+    }
 }
