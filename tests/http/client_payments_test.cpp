@@ -26,9 +26,14 @@ public:
     explicit payments_process(const test::temp_dir& dir) : db_("sqlite:" + (dir.path() / "payments.db").string()) {
         start(0);
     }
+    ~payments_process() {
+        process_->signal(SIGTERM);
+        if (process_->wait_for_exit(5s) && !test::stopped_cleanly(process_->reap())) ++unclean_exits_;
+        CHECK_MESSAGE(unclean_exits_ == 0, unclean_exits_ << " runs of the service exited with a failure");
+    }
     void kill_and_restart() {
         process_->signal(SIGKILL);
-        (void)process_->reap();
+        if (!test::stopped_cleanly(process_->reap())) ++unclean_exits_;
         start(port_);
     }
     [[nodiscard]] int port() const noexcept { return port_; }
@@ -49,6 +54,7 @@ private:
 
     std::string db_;
     int port_ = 0;
+    int unclean_exits_ = 0;
     std::unique_ptr<test::child_process> process_;
 };
 

@@ -37,7 +37,10 @@ std::string uri(int port, const std::string& database) {
 class instance {
 public:
     instance(std::string db, bool pooler) : db_(std::move(db)), pooler_(pooler) { start(); }
-    ~instance() { stop(SIGTERM); }
+    ~instance() {
+        stop(SIGTERM);
+        CHECK_MESSAGE(unclean_exits_ == 0, unclean_exits_.load() << " runs of an instance exited with a failure");
+    }
 
     [[nodiscard]] int port() const noexcept { return port_.load(); }
     void restart() {
@@ -60,13 +63,14 @@ private:
     void stop(int sig) {
         process_->signal(sig);
         (void)process_->wait_for_exit(5s);
-        (void)process_->reap();
+        if (!idem::test::stopped_cleanly(process_->reap())) ++unclean_exits_;
     }
 
     std::string db_;
     bool pooler_;
     std::unique_ptr<idem::test::child_process> process_;
     std::atomic<int> port_{0};
+    std::atomic<int> unclean_exits_{0};
 };
 
 httplib::Result post(int port, const std::string& path, const std::string& body, const std::string& key) {

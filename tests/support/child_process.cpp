@@ -186,6 +186,8 @@ int child_process::reap() {
     return status;
 }
 
+bool stopped_cleanly(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) == 0; }
+
 bool process_gone(pid_t pid) {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
     std::string line;

@@ -52,6 +52,12 @@ private:
     std::optional<int> status_;
 };
 
+// Whether a process the test stopped (SIGTERM, SIGKILL) ran cleanly, from its
+// wait status: an exit status other than 0 is a failure of its own (a
+// sanitizer's report exits 1 or 66, maybe before the test's signal came); an
+// end by the test's signal is not.
+[[nodiscard]] bool stopped_cleanly(int status);
+
 // Gone, or a zombie nobody has reaped yet (it holds no files and writes nothing).
 [[nodiscard]] bool process_gone(pid_t pid);
 
