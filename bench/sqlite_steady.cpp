@@ -8,6 +8,7 @@
 // index, on a lean rowid table with a unique
 // 16-byte digest index, and on a lean WITHOUT ROWID table. The lean tables
 // carry no names and no expires_at index (purge goes by rowid or creation order).
+// All of it on files of 4 KiB pages (SQLite's default), 1 KiB and 16 KiB.
 #include <filesystem>
 #include <memory>
 
@@ -223,14 +224,30 @@ void one_write(bank& b, statement& lookup, statement& insert, std::uint64_t id) 
 
 const char* level_name(sqlite_synchronous s) { return s == sqlite_synchronous::full ? "FULL" : "NORMAL"; }
 
-}  // namespace
+// A new file whose pages are `page_size` bytes: set before its first table,
+// and before WAL mode, which fixes it.
+void create_with_page_size(const std::string& path, int page_size) {
+    sqlite3* db = nullptr;
+    if (sqlite_api::sqlite3_open(path.c_str(), &db) != SQLITE_OK) throw std::runtime_error("bench: cannot create " + path);
+    try {
+        exec(db, "PRAGMA page_size = " + std::to_string(page_size) + "; CREATE TABLE page_size_probe (x); "
+                 "DROP TABLE page_size_probe");
+    } catch (...) {
+        sqlite_api::sqlite3_close(db);
+        throw;
+    }
+    sqlite_api::sqlite3_close(db);
+}
 
-void run_sqlite_steady(const options& o, report& out) {
+// Both levels on a file of `page_size` bytes a page.
+void run_at_page_size(const options& o, report& out, int page_size) {
     // One file for both levels: the synchronous level belongs to the connection.
-    const std::string path = (std::filesystem::path(o.sqlite_dir) / "steady.db").string();
+    const std::string path =
+        (std::filesystem::path(o.sqlite_dir) / ("steady-" + std::to_string(page_size) + ".db")).string();
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
     {
         const auto started = std::chrono::steady_clock::now();
+        create_with_page_size(path, page_size);
         (void)sqlite_store(sqlite_store_options{.path = path});  // creates idem_records
         soci::session s;
         open_sqlite_session(s, path, {.synchronous = sqlite_synchronous::off});
@@ -239,6 +256,7 @@ void run_sqlite_steady(const options& o, report& out) {
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     next_transfer = o.steady_rows + 1;
+    const std::string pages = page_size == 4096 ? "" : ", " + std::to_string(page_size / 1024) + " KiB pages";
     for (const auto sync : {sqlite_synchronous::full, sqlite_synchronous::normal}) {
         bank b(path, sync);
         executor exec(b.store);
@@ -258,11 +276,20 @@ void run_sqlite_steady(const options& o, report& out) {
         const std::vector<double> rates = compare_all(subjects, o.rounds);
         const char* names[] = {"bare", "idem", "idem-reserve-first", "hand", "hand-one-write", "unindexed-one-write", "lean-rowid", "lean-without-rowid"};
         for (std::size_t v = 1; v < rates.size(); ++v)
-            out.add({.group = "sqlite-steady", .name = std::string("WAL, synchronous=") + level_name(sync) + ", 1 client",
+            out.add({.group = "sqlite-steady",
+                     .name = std::string("WAL, synchronous=") + level_name(sync) + ", 1 client" + pages,
                      .subject = names[v], .baseline = "bare",
                      .result = {{rates[v], 1e9 / rates[v]}, {rates[0], 1e9 / rates[0]}}, .unit = "transfers/s",
                      .note = std::to_string(o.steady_rows) + " rows"});
     }
+}
+
+}  // namespace
+
+void run_sqlite_steady(const options& o, report& out) {
+    // SQLite's default page size, then smaller and larger pages: a random
+    // insertion dirties a leaf, and at NORMAL a commit writes each dirty page to the WAL whole.
+    for (const int page_size : {4096, 1024, 16384}) run_at_page_size(o, out, page_size);
 }
 
 }  // namespace idem::bench
