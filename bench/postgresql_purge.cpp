@@ -6,6 +6,7 @@
 #include <libpq-fe.h>
 
 #include <cstdio>
+#include <span>
 
 #include "bench.hpp"
 #include "idem/postgresql_store.hpp"
@@ -74,7 +75,7 @@ public:
     std::vector<double> batch_ms;
 
     std::vector<std::string> migrate() override { return inner_.migrate(); }
-    std::optional<record_state> inspect(const std::array<std::byte, 32>& digest, bool with_payload) override {
+    std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) override {
         return inner_.inspect(digest, with_payload);
     }
     std::size_t count_expired(duration older_than) override { return inner_.count_expired(older_than); }

@@ -89,7 +89,7 @@ public:
     // store_admin on the store's clock, each call one short BEGIN IMMEDIATE
     // transaction (or, like the detached view, a savepoint in this thread's open
     // one). std::invalid_argument for a negative `older_than` or a zero `limit`.
-    [[nodiscard]] std::optional<record_state> inspect(const std::array<std::byte, 32>& digest,
+    [[nodiscard]] std::optional<record_state> inspect(std::span<const std::byte> digest,
                                                       bool with_payload) override;
     [[nodiscard]] std::size_t count_expired(duration older_than) override;
     std::size_t purge_batch(std::size_t limit, duration older_than) override;

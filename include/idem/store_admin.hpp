@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,9 +42,11 @@ public:
     // Idempotent and safe to run from several processes at once.
     virtual std::vector<std::string> migrate() = 0;
 
-    // The record whose digest (record_key::digest()) is `digest`, expired or not.
-    // SQL stores find it by the digest's first 16 bytes, their primary key.
-    [[nodiscard]] virtual std::optional<record_state> inspect(const std::array<std::byte, 32>& digest,
+    // The record whose digest (record_key::digest()) is `digest`, expired or
+    // not. SQL stores key their rows by the digest's first 16 bytes, and find a
+    // record by those alone too (the primary key as a table shows it);
+    // std::invalid_argument for any other length.
+    [[nodiscard]] virtual std::optional<record_state> inspect(std::span<const std::byte> digest,
                                                               bool with_payload) = 0;
 
     // Rows expired at least `older_than` ago.

@@ -4,17 +4,30 @@
 // the primary key's index twice as dense as the whole digest would.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <span>
+#include <stdexcept>
 
 namespace idem::detail {
 
 inline constexpr std::size_t record_id_bytes = 16;
+using record_id_type = std::array<std::byte, record_id_bytes>;
 
 [[nodiscard]] inline std::span<const std::byte, record_id_bytes> record_id(
     const std::array<std::byte, 32>& digest) noexcept {
     return std::span<const std::byte, 32>(digest).first<record_id_bytes>();
+}
+
+// What store_admin::inspect takes: a whole digest, or its first 16 bytes as
+// the table shows them; std::invalid_argument for any other length.
+[[nodiscard]] inline record_id_type record_id_of(std::span<const std::byte> digest_or_id) {
+    if (digest_or_id.size() != 32 && digest_or_id.size() != record_id_bytes)
+        throw std::invalid_argument("idem: a record is named by its 32-byte digest or the digest's first 16 bytes");
+    record_id_type id;
+    std::copy_n(digest_or_id.begin(), record_id_bytes, id.begin());
+    return id;
 }
 
 }  // namespace idem::detail

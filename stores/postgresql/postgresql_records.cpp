@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "sql/record_id.hpp"
 
 namespace idem::detail::pg {
 namespace {
@@ -491,9 +490,9 @@ bool record_statements::release(const record_key& key, std::string_view token) {
     return run_checked(release_, values);
 }
 
-std::optional<record_state> record_statements::inspect(const std::array<std::byte, 32>& digest, bool with_payload) {
+std::optional<record_state> record_statements::inspect(const record_id_type& id, bool with_payload) {
     parameters values;
-    values.bytes(record_id(digest)).boolean(with_payload);
+    values.bytes(id).boolean(with_payload);
     pipeline p(conn_);
     inspect_.queue(p, values);
     p.run();

@@ -15,6 +15,7 @@
 #include "idem/transactional_record_store.hpp"
 #include "sql/fast_path.hpp"
 #include "sql/postgresql_native.hpp"
+#include "sql/record_id.hpp"
 
 namespace idem::detail::pg {
 
@@ -65,7 +66,7 @@ public:
     // Whether this connection reserved `key` with `token` in the transaction `serial`.
     [[nodiscard]] bool reserved_in(std::uint64_t serial, const record_key& key, std::string_view token) const noexcept;
 
-    [[nodiscard]] std::optional<record_state> inspect(const std::array<std::byte, 32>& digest, bool with_payload);
+    [[nodiscard]] std::optional<record_state> inspect(const record_id_type& id, bool with_payload);
     [[nodiscard]] std::size_t count_expired(duration older_than);
     // Deletes up to `limit` rows expired at least `older_than` ago; returns how many.
     [[nodiscard]] std::size_t purge(std::size_t limit, duration older_than);

@@ -92,8 +92,9 @@ std::vector<std::string> postgresql_store::migrate() {
     });
 }
 
-std::optional<record_state> postgresql_store::inspect(const std::array<std::byte, 32>& digest, bool with_payload) {
-    return impl_->detached([&](pg::record_statements& s) { return s.inspect(digest, with_payload); });
+std::optional<record_state> postgresql_store::inspect(std::span<const std::byte> digest, bool with_payload) {
+    const detail::record_id_type id = detail::record_id_of(digest);
+    return impl_->detached([&](pg::record_statements& s) { return s.inspect(id, with_payload); });
 }
 
 std::size_t postgresql_store::count_expired(duration older_than) {

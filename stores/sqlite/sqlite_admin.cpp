@@ -1,12 +1,12 @@
 #include "sqlite_admin.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <string_view>
 
 #include "idem/record_key.hpp"
 #include "internal/saturating_time.hpp"
-#include "sql/record_id.hpp"
 
 namespace idem::detail::sqlite {
 namespace {
@@ -21,6 +21,13 @@ FROM idem_records WHERE key_hash = ?1)";
 constexpr std::string_view count_sql = R"(
 SELECT count(*) FROM idem_records WHERE expires_at <= ?1)";
 
+// The id as a digest's start, for key_hash_of: the key hash logs print is its first 8 bytes.
+std::array<std::byte, 32> padded(const record_id_type& id) {
+    std::array<std::byte, 32> d{};
+    std::copy(id.begin(), id.end(), d.begin());
+    return d;
+}
+
 // Clamped: a row may hold any integer, and nanoseconds end in 2262.
 time_point at(std::int64_t milliseconds) { return detail::saturating_time(std::chrono::milliseconds(milliseconds)); }
 
@@ -29,10 +36,9 @@ time_point at(std::int64_t milliseconds) { return detail::saturating_time(std::c
 admin_statements::admin_statements(database* db)
     : inspect_(db, inspect_sql, "inspecting a record"), count_(db, count_sql, "counting expired records") {}
 
-std::optional<record_state> admin_statements::inspect(const std::array<std::byte, 32>& digest, bool with_payload,
-                                                      std::int64_t now) {
+std::optional<record_state> admin_statements::inspect(const record_id_type& id, bool with_payload, std::int64_t now) {
     statement_use s(inspect_);
-    s->bind(1, record_id(digest));
+    s->bind(1, id);
     s->bind(2, std::int64_t{with_payload ? 1 : 0});
     if (!s->step()) return std::nullopt;
     const auto state = s->column_int(0);
@@ -42,7 +48,7 @@ std::optional<record_state> admin_statements::inspect(const std::array<std::byte
     // A completed record's payload is a blob, as the store itself requires when it replays one.
     const bool payload_is_blob = s->column_int(6).value_or(0) == 1;
     if (!state || (*state != 0 && *state != 1) || !updated_at || !expires_at || (*state == 1 && !payload_is_blob))
-        throw store_error(store_failure::corrupt_record, "idem: the record " + key_hash_of(digest) +
+        throw store_error(store_failure::corrupt_record, "idem: the record " + key_hash_of(padded(id)) +
                                                              " is corrupt: it does not have the shape idem writes");
     record_state r;
     r.completed = *state == 1;

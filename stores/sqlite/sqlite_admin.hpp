@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "idem/store_admin.hpp"
+#include "sql/record_id.hpp"
 #include "sql/sqlite_native.hpp"
 
 namespace idem::detail::sqlite {
@@ -19,9 +20,8 @@ public:
 
     [[nodiscard]] database* db() const noexcept { return inspect_.db(); }
 
-    // The row of `digest`, expired or not; `now` in milliseconds since the epoch.
-    [[nodiscard]] std::optional<record_state> inspect(const std::array<std::byte, 32>& digest, bool with_payload,
-                                                      std::int64_t now);
+    // The row of `id`, expired or not; `now` in milliseconds since the epoch.
+    [[nodiscard]] std::optional<record_state> inspect(const record_id_type& id, bool with_payload, std::int64_t now);
     // Rows with expires_at <= cutoff.
     [[nodiscard]] std::size_t count_expired(std::int64_t cutoff);
 

@@ -163,9 +163,10 @@ bool sqlite_store::do_release(const record_key& key, std::string_view token) {
     });
 }
 
-std::optional<record_state> sqlite_store::inspect(const std::array<std::byte, 32>& digest, bool with_payload) {
+std::optional<record_state> sqlite_store::inspect(std::span<const std::byte> digest, bool with_payload) {
+    const detail::record_id_type id = detail::record_id_of(digest);
     return impl_->detached_tx(
-        [&](transaction& tx) { return impl_->admin(tx).inspect(digest, with_payload, impl_->now()); });
+        [&](transaction& tx) { return impl_->admin(tx).inspect(id, with_payload, impl_->now()); });
 }
 
 std::size_t sqlite_store::count_expired(duration older_than) {

@@ -137,6 +137,7 @@ TEST_CASE("inspect shows an in-flight record: lease left, no payload") {
     CHECK(r.exit_code == 0);
     CHECK(contains(r.out, "key hash:       " + k.key_hash() + "\n"));
     CHECK(contains(r.out, "digest:         " + digest_hex(k) + "\n"));
+    CHECK(contains(r.out, "SQL key_hash:   " + idem::test::record_id_hex(k) + "\n"));
     CHECK(contains(r.out, "namespace:      cli\n"));
     CHECK(contains(r.out, "state:          in flight\n"));
     CHECK(contains(r.out, "lease until:    "));
@@ -150,6 +151,18 @@ TEST_CASE("inspect shows an in-flight record: lease left, no payload") {
     CHECK(with_payload.exit_code == 0);
     CHECK(with_payload.out.empty());
     CHECK(contains(with_payload.err, "state:          in flight\n"));
+
+    // The same record by the 32 characters of key_hash a SQL table shows.
+    const auto by_row = w.idem({"inspect", "--db", w.db, "--key-hash", idem::test::record_id_hex(k)});
+    CAPTURE(by_row.err);
+    CHECK(by_row.exit_code == 0);
+    CHECK(contains(by_row.out, "key hash:       " + k.key_hash() + "\n"));
+    CHECK(!contains(by_row.out, "digest:"));
+    CHECK(contains(by_row.out, "SQL key_hash:   " + idem::test::record_id_hex(k) + "\n"));
+    CHECK(contains(by_row.out, "state:          in flight\n"));
+    const auto absent = w.idem({"inspect", "--db", w.db, "--key-hash", std::string(32, '0')});
+    CHECK(absent.exit_code == 3);
+    CHECK(contains(absent.err, "SQL key_hash 00000000000000000000000000000000"));
 }
 
 TEST_CASE("inspect shows a completed record; the payload only with --payload, byte for byte") {
@@ -256,6 +269,8 @@ TEST_CASE("inspect: bad key hashes and half-named records are usage errors") {
     const std::string full = digest_hex(k);
     for (const auto& args : std::vector<std::vector<std::string>>{
              {"--key-hash", full.substr(0, 63)},
+             {"--key-hash", full.substr(0, 31)},
+             {"--key-hash", full.substr(0, 33)},
              {"--key-hash", full + "0"},
              {"--key-hash", full.substr(0, 63) + "g"},
              {"--key-hash", std::string(64, ' ')},

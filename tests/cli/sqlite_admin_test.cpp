@@ -3,6 +3,7 @@
 // its limit and never takes a live row.
 #include <doctest/doctest.h>
 
+#include <span>
 #include <stdexcept>
 
 #include "idem/sqlite_store.hpp"
@@ -58,6 +59,11 @@ TEST_CASE("inspect reports state, times on the store's clock, payload size, and 
     CHECK(r->payload_bytes == 3);
     CHECK(!r->payload);
     CHECK(!r->expired());
+    // By the digest's first 16 bytes alone, the table's key; no other length.
+    const std::span<const std::byte> whole(done.digest());
+    CHECK(f.store.inspect(whole.first(16), false)->payload_bytes == 3);
+    CHECK_THROWS_AS((void)f.store.inspect(whole.first(15), false), std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store.inspect(std::span<const std::byte>(), false), std::invalid_argument);
     r = f.store.inspect(done.digest(), true);
     REQUIRE(r->payload);
     CHECK(*r->payload == std::string("a\0b", 3));

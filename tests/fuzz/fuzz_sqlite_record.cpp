@@ -101,7 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     sqlite::record_statements records(database());
     sqlite::admin_statements admin(database());
     expect_only_corrupt([&] {
-        if (const auto r = admin.inspect(key.digest(), true, now_ms)) {
+        if (const auto r = admin.inspect(idem::detail::record_id_of(key.digest()), true, now_ms)) {
             if (r->completed && !r->payload) throw std::logic_error("a completed record without its payload");
             if (r->expired() != (r->expires_at <= r->now)) throw std::logic_error("expired() disagrees");
         }

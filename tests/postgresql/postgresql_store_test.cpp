@@ -11,6 +11,7 @@
 #include <iterator>
 #include <future>
 #include <map>
+#include <span>
 #include <thread>
 
 #include "bank.hpp"
@@ -186,6 +187,10 @@ TEST_CASE("postgresql store: binary payloads and keys with NUL round-trip; rows 
     CHECK(state->payload_bytes == payload.size());
     CHECK(state->payload == payload);
     CHECK_FALSE(state->expired());
+    // By the digest's first 16 bytes alone, the table's key; no other length.
+    const std::span<const std::byte> whole(with_nul.digest());
+    CHECK(f.store.inspect(whole.first(16), false)->payload_bytes == payload.size());
+    CHECK_THROWS_AS((void)f.store.inspect(whole.first(17), false), std::invalid_argument);
     CHECK(state->expires_at - state->created_at > 59min);
     CHECK(state->expires_at - state->created_at <= 1h);
     CHECK(bank::count(f.session, "SELECT count(*) FROM idem_records WHERE namespace = 'bank.\xC3\xA9t\xC3\xA9'"

@@ -1,11 +1,12 @@
-#include <array>
 #include <cstddef>
 #include <ctime>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -20,7 +21,8 @@
 namespace idem::cli {
 namespace {
 
-using digest = std::array<std::byte, 32>;
+// A whole digest, or its first 16 bytes (the SQL tables' key_hash).
+using digest = std::vector<std::byte>;
 
 struct inspect_args {
     std::string url;
@@ -37,12 +39,13 @@ digest target(const inspect_args& args) {
     if (by_hash) return parse_digest(args.key_hash);
     if (args.key.name_space.empty() || args.key.key.empty())
         throw std::invalid_argument("idem: a record is named by --namespace, one scope flag and --key, all three");
-    return args.key.build().digest();
+    const auto whole = args.key.build().digest();
+    return digest(whole.begin(), whole.end());
 }
 
-std::string hex(const digest& d) {
+std::string hex(std::span<const std::byte> d) {
     std::string out;
-    out.reserve(64);
+    out.reserve(2 * d.size());
     for (const std::byte b : d) out += fmt::format("{:02x}", static_cast<unsigned>(b));
     return out;
 }
@@ -65,8 +68,9 @@ void print_record(std::ostream& out, const digest& d, const record_state& r) {
     const auto line = [&](std::string_view label, const std::string& value) {
         out << fmt::format("{:<16}{}\n", std::string(label) + ":", value);
     };
-    line("key hash", key_hash_of(d));
-    line("digest", hex(d));
+    line("key hash", hex(std::span(d).first(8)));
+    if (d.size() == 32) line("digest", hex(d));
+    line("SQL key_hash", hex(std::span(d).first(16)));
     line("namespace", r.name_space);
     line("state", r.expired() ? fmt::format("expired (was {})", kind) : std::string(kind));
     line("created", utc(r.created_at));
@@ -84,7 +88,8 @@ int inspect(const inspect_args& args) {
     const auto record =
         on_database(db, [&] { return open_store(db, open_mode::read_only)->inspect(d, args.payload); });
     if (!record) {
-        std::cerr << "idem: no record with key hash " << key_hash_of(d) << " (digest " << hex(d) << ")\n";
+        std::cerr << "idem: no record with key hash " << hex(std::span(d).first(8)) << " ("
+                  << (d.size() == 32 ? "digest " : "SQL key_hash ") << hex(d) << ")\n";
         return exit_not_found;
     }
     if (!args.payload) {
@@ -107,7 +112,8 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
         app.add_subcommand("inspect", "Show one record: state, times, lease or retention left, payload size");
     add_database_option(*command, args->url);
     command->add_option("--key-hash", args->key_hash,
-                        "The record's digest: 64 hex characters (SHA-256 of its storage key)");
+                        "The record's digest: 64 hex characters (SHA-256 of its storage key), or the 32 of its "
+                        "first 16 bytes, the key_hash a SQL table shows");
     args->key.add_to(*command, false);
     command->add_flag("--payload", args->payload,
                       "Write the stored payload, exactly as stored, to stdout (the description goes to stderr)");
