@@ -94,9 +94,15 @@ public:
             } else {
                 connection_->commit();
             }
-        } catch (...) {
+        } catch (const error& e) {
             // A COMMIT that failed may leave the transaction open (SQLite: busy; PostgreSQL:
-            // the statement before it failed); end it.
+            // the statement before it failed); end it. An answer from the server (the
+            // statement sent with COMMIT refused, the COMMIT refused) means nothing
+            // committed, even if the connection breaks before the ROLLBACK: only a
+            // connection lost before the answer leaves the COMMIT's fate unknown.
+            rollback(std::current_exception(), e.is_connection_lost());
+            throw;
+        } catch (...) {
             rollback(std::current_exception(), true);
             throw;
         }

@@ -109,7 +109,7 @@ TEST_CASE("a server restarted during a run: typed errors, then recovery; no cras
                         // with the twin thread whose answer the restart cut off): typed, expected.
                         (e.is_connection_lost() ? lost : e.is_transient() ? transient : unexpected)++;
                         if (!e.is_connection_lost())
-                            MESSAGE((e.is_transient() ? "transient" : "unexpected")
+                            MESSAGE(std::string(e.is_transient() ? "transient" : "unexpected")
                                     << " store error (thread " << t << "): " << std::string(e.what()) << " ["
                                     << e.native_code() << "]");
                     } catch (const soci::soci_error&) {
