@@ -9,7 +9,7 @@
 #include "cli_support.hpp"
 #include "idem/error.hpp"
 #include "idem/sqlite_store.hpp"
-#include "record_id_hex.hpp"
+#include "key_hex.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 #include "idem/sqlite_store.hpp"
 #include "idem/transaction_runner.hpp"
-#include "record_id_hex.hpp"
+#include "key_hex.hpp"
 
 namespace idem::test::cli {
 namespace {
@@ -103,16 +103,6 @@ void seed(const std::string& db, const std::string& prefix, int count, record_ki
 
 bool contains(const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
-}
-
-std::string digest_hex(const record_key& key) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out;
-    for (const std::byte b : key.digest()) {
-        out += digits[std::to_integer<unsigned>(b) >> 4];
-        out += digits[std::to_integer<unsigned>(b) & 15];
-    }
-    return out;
 }
 
 std::string named(const std::string& prefix, int count) {

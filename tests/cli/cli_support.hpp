@@ -11,6 +11,7 @@
 
 #include "child_process.hpp"
 #include "idem/record_key.hpp"
+#include "key_hex.hpp"
 #include "temp_dir.hpp"
 
 namespace idem::test::cli {
@@ -70,7 +71,7 @@ void seed(const std::string& db, const std::string& prefix, int count, record_ki
 
 [[nodiscard]] bool contains(const std::string& text, const std::string& part);
 // The 64 lowercase hex characters of a record's digest, as `inspect --key-hash` takes it.
-[[nodiscard]] std::string digest_hex(const record_key& key);
+using test::digest_hex;
 // SQLite's condition for the rows of prefix-0 ... prefix-(count - 1), by their
 // primary keys: rows carry no key text.
 [[nodiscard]] std::string named(const std::string& prefix, int count);

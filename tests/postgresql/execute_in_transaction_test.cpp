@@ -14,7 +14,7 @@
 
 #include "executor_fixture.hpp"
 #include "idem/memory_store.hpp"
-#include "record_id_hex.hpp"
+#include "key_hex.hpp"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include "idem/postgresql_store.hpp"
 #include "idem/transaction_runner.hpp"
 #include "postgres_server.hpp"
-#include "record_id_hex.hpp"
+#include "key_hex.hpp"
 #include "store_scenarios.hpp"
 
 namespace {
@@ -294,15 +294,8 @@ std::string file_text(const std::string& path) {
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::string bytea_of(const idem::record_key& key) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out = "'\\x";
-    for (std::byte b : key.digest()) {
-        out += digits[std::to_integer<int>(b) >> 4];
-        out += digits[std::to_integer<int>(b) & 15];
-    }
-    return out + "'::bytea";
-}
+// The whole digest: the first schema's primary key.
+std::string bytea_of(const idem::record_key& key) { return "'\\x" + idem::test::digest_hex(key) + "'::bytea"; }
 
 }  // namespace
 

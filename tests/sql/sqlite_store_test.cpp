@@ -11,7 +11,7 @@
 
 #include "bank.hpp"
 #include "idem/error.hpp"
-#include "record_id_hex.hpp"
+#include "key_hex.hpp"
 #include "store_scenarios.hpp"
 #include "temp_dir.hpp"
 
@@ -24,16 +24,6 @@ using idem::reservation_status;
 using idem::transaction;
 
 const idem::sqlite_connection_options fast{5s, idem::sqlite_synchronous::normal};
-
-// The whole 32-byte digest as hex: the first schema's primary key.
-std::string digest_hex(const idem::record_key& key) {
-    std::string out;
-    for (std::byte b : key.digest()) {
-        out += "0123456789abcdef"[std::to_integer<unsigned>(b) >> 4];
-        out += "0123456789abcdef"[std::to_integer<unsigned>(b) & 15];
-    }
-    return out;
-}
 
 struct fixture {
     idem::test::temp_dir dir{"sqlite-store"};
@@ -125,19 +115,13 @@ TEST_CASE("sqlite store: rows are keyed by the digest's first 16 bytes and hold 
     std::string ns;
     long long hash_bytes = 0, state = 0;
     std::string hash_hex;
-    f.session << "SELECT namespace, length(key_hash), hex(key_hash), state FROM idem_records", soci::into(ns),
+    f.session << "SELECT namespace, length(key_hash), lower(hex(key_hash)), state FROM idem_records", soci::into(ns),
         soci::into(hash_bytes), soci::into(hash_hex), soci::into(state);
     CHECK(ns == "orders");
     CHECK(hash_bytes == 16);
     CHECK(bank::count(f.session, "SELECT count(*) FROM pragma_table_info('idem_records')"
                                  " WHERE name IN ('scope', 'key')") == 0);
-    std::string expected;
-    for (std::byte b : std::span(key.digest()).first(16)) {
-        const auto v = std::to_integer<unsigned>(b);
-        expected += "0123456789ABCDEF"[v >> 4];
-        expected += "0123456789ABCDEF"[v & 15];
-    }
-    CHECK(hash_hex == expected);
+    CHECK(hash_hex == idem::test::record_id_hex(key));
     CHECK(state == 1);
     CHECK(f.store.try_reserve(key, "fp", 1min).payload == payload);
 }
@@ -216,7 +200,7 @@ TEST_CASE("sqlite store: a table of the first schema, with rows in it, moves to 
         s << "INSERT INTO idem_schema_versions (version, name) VALUES (1, '0001_create_records')";
         const auto row = [&](const idem::record_key& key, const std::string& token, const std::string& rest) {
             s << "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload,"
-                 " expires_at, updated_at) VALUES (X'" + std::string(digest_hex(key)) + "', 'm', '" +
+                 " expires_at, updated_at) VALUES (X'" + idem::test::digest_hex(key) + "', 'm', '" +
                      key.owner().text() + "', '" + key.key() + "', X'6670', '" + token + "', " + rest + ")";
         };
         row(done, "tok-d", "1, X'70616964', " + std::to_string(now + 3'600'000) + ", " + std::to_string(now));
