@@ -1,11 +1,11 @@
 #include "sqlite_admin.hpp"
 
-#include <algorithm>
 #include <chrono>
+#include <span>
 #include <string>
 #include <string_view>
 
-#include "idem/record_key.hpp"
+#include "internal/crypto.hpp"
 #include "internal/saturating_time.hpp"
 
 namespace idem::detail::sqlite {
@@ -20,13 +20,6 @@ FROM idem_records WHERE key_hash = ?1)";
 
 constexpr std::string_view count_sql = R"(
 SELECT count(*) FROM idem_records WHERE expires_at <= ?1)";
-
-// The id as a digest's start, for key_hash_of: the key hash logs print is its first 8 bytes.
-std::array<std::byte, 32> padded(const record_id_type& id) {
-    std::array<std::byte, 32> d{};
-    std::copy(id.begin(), id.end(), d.begin());
-    return d;
-}
 
 // Clamped: a row may hold any integer, and nanoseconds end in 2262.
 time_point at(std::int64_t milliseconds) { return detail::saturating_time(std::chrono::milliseconds(milliseconds)); }
@@ -47,8 +40,9 @@ std::optional<record_state> admin_statements::inspect(const record_id_type& id, 
     const auto payload_bytes = s->column_int(4);  // NULL while in flight
     // A completed record's payload is a blob, as the store itself requires when it replays one.
     const bool payload_is_blob = s->column_int(6).value_or(0) == 1;
+    // A corrupt row is named by the key hash logs print: the digest's first 8 bytes.
     if (!state || (*state != 0 && *state != 1) || !updated_at || !expires_at || (*state == 1 && !payload_is_blob))
-        throw store_error(store_failure::corrupt_record, "idem: the record " + key_hash_of(padded(id)) +
+        throw store_error(store_failure::corrupt_record, "idem: the record " + hex(std::span(id).first(8)) +
                                                              " is corrupt: it does not have the shape idem writes");
     record_state r;
     r.completed = *state == 1;
