@@ -12,13 +12,13 @@
 namespace idem::bench {
 
 struct options {
-    std::chrono::milliseconds span{1000};  // one measurement
-    int rounds = 5;                        // alternating subject/baseline pairs; medians reported
-    std::string sqlite_dir;                // where SQLite databases go
-    std::string postgresql;                // conninfo; empty: skip PostgreSQL
-    int clients = 0;                       // scenario pg-clients: connections
-    std::size_t steady_rows = 1'000'000;   // steady-state scenarios: records (and ledger lines) prefilled
-    std::size_t expired_rows = 0;          // scenario pg-purge: of those, expired (0: a tenth)
+    std::chrono::milliseconds span{1000};      // one measurement
+    int rounds = 5;                            // alternating subject/baseline pairs; medians reported
+    std::string sqlite_dir;                    // where SQLite databases go
+    std::string postgresql;                    // conninfo; empty: skip PostgreSQL
+    int clients = 0;                           // scenario pg-clients: connections
+    std::size_t steady_rows = 1'000'000;       // steady-state scenarios: records (and ledger lines) prefilled
+    std::size_t expired_rows = 0;              // scenario pg-purge: of those, expired (0: a tenth)
     std::vector<int> client_counts{1, 8, 16};  // steady-state PostgreSQL: clients per configuration
 };
 

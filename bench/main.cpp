@@ -47,14 +47,22 @@ int main(int argc, char** argv) {
     o.sqlite_dir = std::filesystem::temp_directory_path().string();
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
-        if (flag == "--scenario") scenario = value;
-        else if (flag == "--seconds") o.span = std::chrono::milliseconds(static_cast<long>(std::stod(value) * 1000));
-        else if (flag == "--rounds") o.rounds = std::stoi(value);
-        else if (flag == "--sqlite-dir") o.sqlite_dir = value;
-        else if (flag == "--postgresql") o.postgresql = value;
-        else if (flag == "--clients") o.clients = std::stoi(value);
-        else if (flag == "--rows") o.steady_rows = std::stoull(value);
-        else if (flag == "--expired") o.expired_rows = std::stoull(value);
+        if (flag == "--scenario")
+            scenario = value;
+        else if (flag == "--seconds")
+            o.span = std::chrono::milliseconds(static_cast<long>(std::stod(value) * 1000));
+        else if (flag == "--rounds")
+            o.rounds = std::stoi(value);
+        else if (flag == "--sqlite-dir")
+            o.sqlite_dir = value;
+        else if (flag == "--postgresql")
+            o.postgresql = value;
+        else if (flag == "--clients")
+            o.clients = std::stoi(value);
+        else if (flag == "--rows")
+            o.steady_rows = std::stoull(value);
+        else if (flag == "--expired")
+            o.expired_rows = std::stoull(value);
         else if (flag == "--client-counts") {
             o.client_counts.clear();
             for (std::size_t at = 0; at < value.size();) {
@@ -62,8 +70,7 @@ int main(int argc, char** argv) {
                 o.client_counts.push_back(std::stoi(value.substr(at, comma - at)));
                 at = comma + 1;
             }
-        }
-        else {
+        } else {
             std::cerr << "unknown flag " << flag << "\n";
             return 2;
         }

@@ -36,7 +36,8 @@ double on_threads(int threads, std::chrono::milliseconds span, const std::functi
     {
         std::vector<std::jthread> pool;
         for (int t = 0; t < threads; ++t)
-            pool.emplace_back([&, t] { rates[static_cast<std::size_t>(t)] = measure_cpu([&](std::uint64_t i) { op(t, i); }, span); });
+            pool.emplace_back(
+                [&, t] { rates[static_cast<std::size_t>(t)] = measure_cpu([&](std::uint64_t i) { op(t, i); }, span); });
     }
     double total = 0;
     for (double r : rates) total += r;
@@ -141,23 +142,30 @@ void run_memory(const options& o, report& out) {
         (void)subject();
         const std::size_t held = std::max<std::size_t>(1, store.size() / static_cast<std::size_t>(threads));
         baseline_map map(keys, held);
-        const std::string name = "reserve + complete, " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+        const std::string name =
+            "reserve + complete, " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
         const auto contract = [&] {
             return on_threads(threads, o.span,
                               [&](int t, std::uint64_t) { map.contract(t, map_next[static_cast<std::size_t>(t)]++); });
         };
-        out.add({.group = "memory", .name = name, .subject = "memory_store",
+        out.add({.group = "memory",
+                 .name = name,
+                 .subject = "memory_store",
                  .baseline = "mutex + unordered_map by digest, as many entries, a clock read per call and a token per "
                              "reservation",
-                 .result = compare(subject, contract, o.rounds), .unit = "ops/s"});
+                 .result = compare(subject, contract, o.rounds),
+                 .unit = "ops/s"});
         if (threads > 1) continue;
         const auto bare = [&] {
             return on_threads(threads, o.span,
                               [&](int t, std::uint64_t) { map.bare(t, map_next[static_cast<std::size_t>(t)]++); });
         };
-        out.add({.group = "memory", .name = name + ", against the bare map", .subject = "memory_store",
+        out.add({.group = "memory",
+                 .name = name + ", against the bare map",
+                 .subject = "memory_store",
                  .baseline = "mutex + unordered_map by digest, as many entries, no clock, no token",
-                 .result = compare(subject, bare, o.rounds), .unit = "ops/s"});
+                 .result = compare(subject, bare, o.rounds),
+                 .unit = "ops/s"});
     }
 }
 

@@ -93,88 +93,132 @@ void run_postgresql(const options& o, report& out) {
         return measure([&](std::uint64_t) { db.runner->run([&](transaction&) { bank.transfer(next_id++); }); }, o.span);
     };
     const auto fast = [&] {
-        return measure([&](std::uint64_t) {
-            const std::uint64_t id = next_id++;
-            require_executed(execute_in_transaction(enforce, *db.runner, key_of(id), "fp", {}, [&](transaction&) {
-                bank.transfer(id);
-                return op_result;
-            }, codec));
-        }, o.span);
+        return measure(
+            [&](std::uint64_t) {
+                const std::uint64_t id = next_id++;
+                require_executed(execute_in_transaction(
+                    enforce, *db.runner, key_of(id), "fp", {},
+                    [&](transaction&) {
+                        bank.transfer(id);
+                        return op_result;
+                    },
+                    codec));
+            },
+            o.span);
     };
     const auto inside = [&](executor& exec) {
         return [&] {
-            return measure([&](std::uint64_t) {
-                const std::uint64_t id = next_id++;
-                db.runner->run([&](transaction& tx) {
-                    require_executed(exec.execute(tx, key_of(id), "fp", {}, [&] {
-                        bank.transfer(id);
-                        return op_result;
-                    }, codec));
-                });
-            }, o.span);
+            return measure(
+                [&](std::uint64_t) {
+                    const std::uint64_t id = next_id++;
+                    db.runner->run([&](transaction& tx) {
+                        require_executed(exec.execute(
+                            tx, key_of(id), "fp", {},
+                            [&] {
+                                bank.transfer(id);
+                                return op_result;
+                            },
+                            codec));
+                    });
+                },
+                o.span);
         };
     };
     const auto lease = [&] {
-        return measure([&](std::uint64_t) {
-            const std::uint64_t id = next_id++;
-            require_executed(enforce.execute(key_of(id), "fp", {}, [&] {
-                db.runner->run([&](transaction&) { bank.transfer(id); });
-                return op_result;
-            }, codec));
-        }, o.span);
+        return measure(
+            [&](std::uint64_t) {
+                const std::uint64_t id = next_id++;
+                require_executed(enforce.execute(
+                    key_of(id), "fp", {},
+                    [&] {
+                        db.runner->run([&](transaction&) { bank.transfer(id); });
+                        return op_result;
+                    },
+                    codec));
+            },
+            o.span);
     };
     const std::string bare_name = "bare transfer (BEGIN, 2 UPDATE, INSERT, COMMIT), 1 connection";
-    out.add({.group = "postgresql", .name = "enforce, execute_in_transaction (the fast path)", .subject = "idem",
-             .baseline = bare_name, .result = compare(fast, bare, o.rounds), .unit = "transfers/s"});
-    out.add({.group = "postgresql", .name = "enforce, runner.run + executor.execute(tx)", .subject = "idem",
-             .baseline = bare_name, .result = compare(inside(enforce), bare, o.rounds), .unit = "transfers/s"});
-    out.add({.group = "postgresql", .name = "lease mode (detached reserve, complete)", .subject = "idem",
-             .baseline = bare_name, .result = compare(lease, bare, o.rounds), .unit = "transfers/s"});
-    out.add({.group = "postgresql", .name = "observe inside the transaction", .subject = "idem",
-             .baseline = bare_name, .result = compare(inside(observe), bare, o.rounds), .unit = "transfers/s"});
+    out.add({.group = "postgresql",
+             .name = "enforce, execute_in_transaction (the fast path)",
+             .subject = "idem",
+             .baseline = bare_name,
+             .result = compare(fast, bare, o.rounds),
+             .unit = "transfers/s"});
+    out.add({.group = "postgresql",
+             .name = "enforce, runner.run + executor.execute(tx)",
+             .subject = "idem",
+             .baseline = bare_name,
+             .result = compare(inside(enforce), bare, o.rounds),
+             .unit = "transfers/s"});
+    out.add({.group = "postgresql",
+             .name = "lease mode (detached reserve, complete)",
+             .subject = "idem",
+             .baseline = bare_name,
+             .result = compare(lease, bare, o.rounds),
+             .unit = "transfers/s"});
+    out.add({.group = "postgresql",
+             .name = "observe inside the transaction",
+             .subject = "idem",
+             .baseline = bare_name,
+             .result = compare(inside(observe), bare, o.rounds),
+             .unit = "transfers/s"});
 
     // Replay: a retry answered from the store against a bare primary-key SELECT.
     const record_key replayed("bench.transfer", "replayed");
-    (void)enforce.execute(replayed, "fp", {}, [] { return std::string(R"({"id":"t-1","amount":100})"); }, codec);
+    (void)enforce.execute(
+        replayed, "fp", {}, [] { return std::string(R"({"id":"t-1","amount":100})"); }, codec);
     long long balance = 0;
     soci::statement select =
         (db.session.prepare << "SELECT balance FROM accounts WHERE id = 'alice'", soci::into(balance));
     const auto replay = [&] {
-        return measure([&](std::uint64_t) {
-            if (enforce.execute(replayed, "fp", {}, [] { return std::string(); }, codec).status() !=
-                execution_status::replayed)
-                throw std::logic_error("not a replay");
-        }, o.span);
+        return measure(
+            [&](std::uint64_t) {
+                if (enforce
+                        .execute(
+                            replayed, "fp", {}, [] { return std::string(); }, codec)
+                        .status() != execution_status::replayed)
+                    throw std::logic_error("not a replay");
+            },
+            o.span);
     };
     const auto bare_select = [&] { return measure([&](std::uint64_t) { select.execute(true); }, o.span); };
-    out.add({.group = "postgresql", .name = "replay of a stored result",
-             .subject = "idem replay (executor, detached view)", .baseline = "SELECT by primary key, prepared",
-             .result = compare(replay, bare_select, o.rounds), .unit = "ops/s"});
+    out.add({.group = "postgresql",
+             .name = "replay of a stored result",
+             .subject = "idem replay (executor, detached view)",
+             .baseline = "SELECT by primary key, prepared",
+             .result = compare(replay, bare_select, o.rounds),
+             .unit = "ops/s"});
     // The same retry through execute_in_transaction: the lookup with BEGIN, then
     // COMMIT; with reserve_first, the reserve with BEGIN, a locked read, COMMIT.
     for (const bool reserve_first : {false, true}) {
         const auto replay_in_transaction = [&] {
-            return measure([&](std::uint64_t) {
-                if (execute_in_transaction(enforce, *db.runner, replayed, "fp", {.reserve_first = reserve_first},
-                                           [](transaction&) { return std::string(); }, codec)
-                        .status() != execution_status::replayed)
-                    throw std::logic_error("not a replay");
-            }, o.span);
+            return measure(
+                [&](std::uint64_t) {
+                    if (execute_in_transaction(
+                            enforce, *db.runner, replayed, "fp", {.reserve_first = reserve_first},
+                            [](transaction&) { return std::string(); }, codec)
+                            .status() != execution_status::replayed)
+                        throw std::logic_error("not a replay");
+                },
+                o.span);
         };
         out.add({.group = "postgresql",
                  .name = reserve_first ? "replay of a stored result, execute_in_transaction with reserve_first"
                                        : "replay of a stored result, execute_in_transaction",
                  .subject = "idem replay",
                  .baseline = "SELECT by primary key, prepared",
-                 .result = compare(replay_in_transaction, bare_select, o.rounds), .unit = "ops/s"});
+                 .result = compare(replay_in_transaction, bare_select, o.rounds),
+                 .unit = "ops/s"});
     }
 
     // Purge: a million expired rows, written straight into the table.
     constexpr std::size_t expired_rows = 1'000'000;
-    db.session << "INSERT INTO idem_records (key_hash, namespace, token, fingerprint, payload, completed, "
-                  "created_at, expires_at) SELECT substring(sha256(int8send(i)) FROM 1 FOR 16), 'bench.purge', '\\x01', "
-                  "'\\x02', '\\x', true, now() - interval '2 days', now() - interval '1 day' "
-                  "FROM generate_series(1, :rows) AS i",
+    db.session
+        << "INSERT INTO idem_records (key_hash, namespace, token, fingerprint, payload, completed, "
+           "created_at, expires_at) SELECT substring(sha256(int8send(i)) FROM 1 FOR 16), 'bench.purge', '\\x01', "
+           "'\\x02', '\\x', true, now() - interval '2 days', now() - interval '1 day' "
+           "FROM generate_series(1, :rows) AS i",
         soci::use(static_cast<long long>(expired_rows));
     db.session << "VACUUM ANALYZE idem_records";
     db.session << "CHECKPOINT";  // the bulk insert's writes are flushed before anything is timed
@@ -200,22 +244,29 @@ void run_postgresql_clients(const options& o, int clients, report& out) {
             threads.emplace_back([&, c] {
                 const auto i = static_cast<std::size_t>(c);
                 start.arrive_and_wait();
-                rates[i] = measure([&](std::uint64_t) {
-                    const std::uint64_t id = next_id++;
-                    require_executed(execute_in_transaction(exec, *connections[i]->runner, key_of(id), "fp", {},
-                                                 [&](transaction&) {
-                                                     banks[i]->transfer(id);
-                                                     return std::string("ok");
-                                                 },
-                                                 string_codec{}));
-                }, o.span);
+                rates[i] = measure(
+                    [&](std::uint64_t) {
+                        const std::uint64_t id = next_id++;
+                        require_executed(execute_in_transaction(
+                            exec, *connections[i]->runner, key_of(id), "fp", {},
+                            [&](transaction&) {
+                                banks[i]->transfer(id);
+                                return std::string("ok");
+                            },
+                            string_codec{}));
+                    },
+                    o.span);
             });
         }
     }
     double total = 0;
     for (double r : rates) total += r;
-    out.add({.group = "pgbench", .name = "idem fast path, " + std::to_string(clients) + " clients", .subject = "idem",
-             .baseline = "", .result = {{total, 1e9 / total}, {total, 1e9 / total}}, .unit = "transfers/s"});
+    out.add({.group = "pgbench",
+             .name = "idem fast path, " + std::to_string(clients) + " clients",
+             .subject = "idem",
+             .baseline = "",
+             .result = {{total, 1e9 / total}, {total, 1e9 / total}},
+             .unit = "transfers/s"});
 }
 
 }  // namespace idem::bench

@@ -58,12 +58,18 @@ void fill(PGconn* conn, std::size_t rows, std::size_t expired) {
                        "SELECT substring(sha256(int8send(i)) FROM 1 FOR 16), 'payments.transfer', "
                        "convert_to(md5(i::text), 'UTF8'), convert_to(md5(i::text) || md5((-i)::text), 'UTF8'), "
                        "gen_random_bytes(100), true, at, at + interval '1 day' "
-                       "FROM generate_series(1, " + n + ") AS i, "
-                       "LATERAL (SELECT now() - (CASE WHEN i <= " + old + " THEN interval '2 days' ELSE interval '1 hour' END) "
-                       "+ interval '1 microsecond' * i AS at) AS t").c_str());
+                       "FROM generate_series(1, " +
+                       n +
+                       ") AS i, "
+                       "LATERAL (SELECT now() - (CASE WHEN i <= " +
+                       old +
+                       " THEN interval '2 days' ELSE interval '1 hour' END) "
+                       "+ interval '1 microsecond' * i AS at) AS t")
+                          .c_str());
     for (const auto& definition : definitions) pq::execute(conn, definition.c_str());
     for (const auto& name : primary)
-        pq::execute(conn, ("ALTER TABLE idem_records ADD CONSTRAINT " + name + " PRIMARY KEY USING INDEX " + name).c_str());
+        pq::execute(conn,
+                    ("ALTER TABLE idem_records ADD CONSTRAINT " + name + " PRIMARY KEY USING INDEX " + name).c_str());
     pq::execute(conn, "VACUUM ANALYZE idem_records");
     pq::execute(conn, "CHECKPOINT");
 }
@@ -140,7 +146,8 @@ void run_postgresql_purge(const options& o, report& out) {
     out.add({.group = "postgresql",
              .name = "purge " + std::to_string(purged.deleted) + " expired of " + std::to_string(rows) +
                      " rows (idem::purge, batches of 1000)",
-             .subject = "reserve+complete latency during purge", .baseline = "the same traffic without purge",
+             .subject = "reserve+complete latency during purge",
+             .baseline = "the same traffic without purge",
              .result = {{1e6 / with.p50_us, with.p50_us * 1000}, {1e6 / without.p50_us, without.p50_us * 1000}},
              .unit = "ops/s (1/p50)",
              .note = fixed(deleted / wall_s) + " rows/s purged with its rests (" + fixed(wall_s, 1) + " s), " +

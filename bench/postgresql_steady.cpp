@@ -24,7 +24,9 @@
 namespace idem::bench {
 namespace {
 
-PGconn* native(soci::session& s) { return static_cast<soci::postgresql_session_backend*>(s.get_backend())->conn_; }
+PGconn* native(soci::session& s) {
+    return static_cast<soci::postgresql_session_backend*>(s.get_backend())->conn_;
+}
 
 // The tables, filled as years of use would leave them: a ledger line and a
 // completed record per past transfer, their creation times in insertion order.
@@ -41,24 +43,30 @@ void prefill(PGconn* conn, std::size_t rows) {
     pq::execute(conn, ("INSERT INTO idem_records (key_hash, namespace, token, fingerprint, payload, completed, "
                        "created_at, expires_at) SELECT substring(sha256(int8send(i)) FROM 1 FOR 16), "
                        "'bench.transfer', '\\x0123456789abcdef', 'fp', 'ok', true, at, at + interval '1 day'" +
-                       series).c_str());
+                       series)
+                          .c_str());
     // The first schema's layout (migrations/postgresql/0001): the 32-byte key,
     // the key's text in each row, the expires_at index, full pages.
-    pq::execute(conn, "CREATE TABLE bench_first_records (key_hash bytea PRIMARY KEY, namespace text NOT NULL, "
-                      "scope text NOT NULL, key text NOT NULL, token bytea NOT NULL, fingerprint bytea NOT NULL, "
-                      "payload bytea, completed boolean NOT NULL, created_at timestamptz NOT NULL, "
-                      "expires_at timestamptz NOT NULL)");
+    pq::execute(conn,
+                "CREATE TABLE bench_first_records (key_hash bytea PRIMARY KEY, namespace text NOT NULL, "
+                "scope text NOT NULL, key text NOT NULL, token bytea NOT NULL, fingerprint bytea NOT NULL, "
+                "payload bytea, completed boolean NOT NULL, created_at timestamptz NOT NULL, "
+                "expires_at timestamptz NOT NULL)");
     pq::execute(conn, ("INSERT INTO bench_first_records SELECT sha256(int8send(i)), 'bench.transfer', 'global', "
                        "'p-' || i, '\\x0123456789abcdef', 'fp', 'ok', true, at, at + interval '1 day'" +
-                       series).c_str());
+                       series)
+                          .c_str());
     pq::execute(conn, "CREATE INDEX bench_first_records_expires_at ON bench_first_records (expires_at)");
     // The leanest: no namespace, no expires_at B-tree (a BRIN on creation time),
     // pages kept 10% free, so that a completion is a HOT update.
-    pq::execute(conn, "CREATE TABLE bench_lean_records (key_hash bytea PRIMARY KEY, token bytea NOT NULL, "
-                      "fingerprint bytea NOT NULL, payload bytea, completed boolean NOT NULL, "
-                      "created_at timestamptz NOT NULL, expires_at timestamptz NOT NULL) WITH (fillfactor = 90)");
+    pq::execute(conn,
+                "CREATE TABLE bench_lean_records (key_hash bytea PRIMARY KEY, token bytea NOT NULL, "
+                "fingerprint bytea NOT NULL, payload bytea, completed boolean NOT NULL, "
+                "created_at timestamptz NOT NULL, expires_at timestamptz NOT NULL) WITH (fillfactor = 90)");
     pq::execute(conn, ("INSERT INTO bench_lean_records SELECT substring(sha256(int8send(i)) FROM 1 FOR 16), "
-                       "'\\x0123456789abcdef', 'fp', 'ok', true, at, at + interval '1 day'" + series).c_str());
+                       "'\\x0123456789abcdef', 'fp', 'ok', true, at, at + interval '1 day'" +
+                       series)
+                          .c_str());
     pq::execute(conn, "CREATE INDEX bench_lean_records_created_at ON bench_lean_records USING brin (created_at)");
     pq::execute(conn, "VACUUM ANALYZE");
     pq::execute(conn, "CHECKPOINT");
@@ -91,13 +99,15 @@ void prepare_statements(PGconn* conn) {
                                     "token, fingerprint, payload, completed, created_at, expires_at)";
         const std::string head = "VALUES ($1, " + (*t.values ? std::string(t.values) + ", " : "") + tok + ", 'fp', ";
         pq::prepare(conn, (p + "reserve").c_str(),
-                    "INSERT INTO " + columns + " " + head + "NULL, false, now(), now() + interval '1 minute') "
-                    "ON CONFLICT DO NOTHING RETURNING 1");
+                    "INSERT INTO " + columns + " " + head +
+                        "NULL, false, now(), now() + interval '1 minute') "
+                        "ON CONFLICT DO NOTHING RETURNING 1");
         pq::prepare(conn, (p + "complete").c_str(),
-                    "UPDATE " + name + " SET payload = $3, completed = true, expires_at = now() + "
-                    "interval '1 day' WHERE key_hash = $1 AND token = $2 AND NOT completed");
-        pq::prepare(conn, (p + "lookup").c_str(), "SELECT completed, fingerprint, payload FROM " + name +
-                                                      " WHERE key_hash = $1");
+                    "UPDATE " + name +
+                        " SET payload = $3, completed = true, expires_at = now() + "
+                        "interval '1 day' WHERE key_hash = $1 AND token = $2 AND NOT completed");
+        pq::prepare(conn, (p + "lookup").c_str(),
+                    "SELECT completed, fingerprint, payload FROM " + name + " WHERE key_hash = $1");
         pq::prepare(conn, (p + "insert_completed").c_str(),
                     "INSERT INTO " + columns + " " + head + pay + ", true, now(), now() + interval '1 day')");
     }
@@ -148,8 +158,8 @@ struct layout {
     bool named;
 };
 constexpr layout current{"s_reserve", "s_complete", "s_insert_completed", "s_lookup", 16, false};
-constexpr layout first_schema{"s_first_reserve", "s_first_complete", "s_first_insert_completed", "s_first_lookup", 32,
-                              true};
+constexpr layout first_schema{
+    "s_first_reserve", "s_first_complete", "s_first_insert_completed", "s_first_lookup", 32, true};
 constexpr layout lean{"s_lean_reserve", "s_lean_complete", "s_lean_insert_completed", "s_lean_lookup", 16, false};
 
 void bare(client& c, std::uint64_t id) {
@@ -161,11 +171,13 @@ void bare(client& c, std::uint64_t id) {
 // By default the lookup with BEGIN, the work, the completed record with COMMIT;
 // `reserve_first` as before the one-statement form (reserve, work, complete).
 void idem_fast_path(executor& exec, client& c, std::uint64_t id, bool reserve_first = false) {
-    require_executed(execute_in_transaction(exec, *c.runner, transfer_key(id), "fp", {.reserve_first = reserve_first},
-                                            [&](transaction&) {
-        c.transfer(id);
-        return std::string("ok");
-    }, string_codec{}));
+    require_executed(execute_in_transaction(
+        exec, *c.runner, transfer_key(id), "fp", {.reserve_first = reserve_first},
+        [&](transaction&) {
+            c.transfer(id);
+            return std::string("ok");
+        },
+        string_codec{}));
 }
 
 // The reserve in one round trip with BEGIN, the work, the completion with COMMIT.
@@ -225,15 +237,16 @@ void run_postgresql_steady(const options& o, report& out) {
         pq::execute(admin_conn, ("ALTER DATABASE \"" + database + "\" SET synchronous_commit = " + sync).c_str());
         for (int clients : o.client_counts) {
             // Connections opened after the ALTER take its setting.
-            auto store = std::make_shared<postgresql_store>(postgresql_store_options{
-                .connection = o.postgresql, .pool_size = static_cast<std::size_t>(clients)});
+            auto store = std::make_shared<postgresql_store>(
+                postgresql_store_options{.connection = o.postgresql, .pool_size = static_cast<std::size_t>(clients)});
             executor exec(store);
             std::vector<std::unique_ptr<client>> pool;
             for (int c = 0; c < clients; ++c)
                 pool.push_back(std::make_unique<client>(o.postgresql, 0x5eed + static_cast<std::uint64_t>(c)));
             const auto timed = [&](std::function<void(client&, std::uint64_t)> op) {
                 return [&, op = std::move(op)] {
-                    return on_clients(clients, o.span, [&](std::size_t c, std::uint64_t) { op(*pool[c], next_transfer++); });
+                    return on_clients(clients, o.span,
+                                      [&](std::size_t c, std::uint64_t) { op(*pool[c], next_transfer++); });
                 };
             };
             const std::vector<std::function<double()>> subjects{
@@ -249,11 +262,16 @@ void run_postgresql_steady(const options& o, report& out) {
             const std::vector<double> rates = compare_all(subjects, o.rounds);
             const std::string config = "synchronous_commit=" + std::string(sync) + ", " + std::to_string(clients) +
                                        (clients == 1 ? " client" : " clients");
-            const char* names[] = {"bare", "idem", "idem-reserve-first", "hand", "hand-first-schema", "hand-optimistic", "lean-reserve",
-                                   "lean-optimistic"};
+            const char* names[] = {
+                "bare",         "idem",           "idem-reserve-first", "hand", "hand-first-schema", "hand-optimistic",
+                "lean-reserve", "lean-optimistic"};
             for (std::size_t v = 1; v < rates.size(); ++v)
-                out.add({.group = "pg-steady", .name = config, .subject = names[v], .baseline = "bare",
-                         .result = {{rates[v], 1e9 / rates[v]}, {rates[0], 1e9 / rates[0]}}, .unit = "transfers/s",
+                out.add({.group = "pg-steady",
+                         .name = config,
+                         .subject = names[v],
+                         .baseline = "bare",
+                         .result = {{rates[v], 1e9 / rates[v]}, {rates[0], 1e9 / rates[0]}},
+                         .unit = "transfers/s",
                          .note = std::to_string(o.steady_rows) + " rows"});
         }
     }

@@ -55,7 +55,8 @@ inline bool consume(PGconn* conn, PGresult* r, std::string_view what, const char
     const ExecStatusType status = PQresultStatus(r);
     const bool ok = status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_PIPELINE_SYNC;
     const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-    const bool tolerated_failure = !ok && tolerated != nullptr && state != nullptr && std::string_view(state) == tolerated;
+    const bool tolerated_failure =
+        !ok && tolerated != nullptr && state != nullptr && std::string_view(state) == tolerated;
     const std::string message = ok || tolerated_failure ? "" : PQresultErrorMessage(r);
     PQclear(r);
     if (!ok && !tolerated_failure)
@@ -63,7 +64,9 @@ inline bool consume(PGconn* conn, PGresult* r, std::string_view what, const char
     return ok;
 }
 
-inline void execute(PGconn* conn, const char* sql) { consume(conn, PQexec(conn, sql), sql); }
+inline void execute(PGconn* conn, const char* sql) {
+    consume(conn, PQexec(conn, sql), sql);
+}
 
 inline void prepare(PGconn* conn, const char* name, const std::string& sql) {
     consume(conn, PQprepare(conn, name, sql.c_str(), 0, nullptr), name);

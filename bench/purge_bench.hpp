@@ -62,7 +62,8 @@ inline void measure_purge(record_store& store, std::size_t rows, const std::stri
     const double rate = static_cast<double>(purged) / seconds;
     out.add({.group = group,
              .name = "purge " + std::to_string(rows) + " expired rows (batches of 1000)",
-             .subject = "reserve+complete latency during purge", .baseline = "the same traffic without purge",
+             .subject = "reserve+complete latency during purge",
+             .baseline = "the same traffic without purge",
              .result = {{1e6 / with.p50_us, with.p50_us * 1000}, {1e6 / without.p50_us, without.p50_us * 1000}},
              .unit = "ops/s (1/p50)",
              .note = std::to_string(static_cast<long long>(rate)) + " rows/s purged (" + std::to_string(purged) +

@@ -34,7 +34,9 @@ struct sqlite_setup {
     }
 };
 
-const char* name_of(sqlite_synchronous s) { return s == sqlite_synchronous::full ? "synchronous=FULL" : "synchronous=NORMAL"; }
+const char* name_of(sqlite_synchronous s) {
+    return s == sqlite_synchronous::full ? "synchronous=FULL" : "synchronous=NORMAL";
+}
 
 }  // namespace
 
@@ -49,40 +51,63 @@ void run_sqlite(const options& o, report& out) {
         const auto key_of = [](std::uint64_t id) { return record_key("bench.transfer", "t-" + std::to_string(id)); };
 
         const auto bare = [&] {
-            return measure([&](std::uint64_t) { db.runner->run([&](transaction&) { bank.transfer(next++); }); }, o.span);
+            return measure([&](std::uint64_t) { db.runner->run([&](transaction&) { bank.transfer(next++); }); },
+                           o.span);
         };
         const auto inside = [&](executor& exec) {
             return [&] {
-                return measure([&](std::uint64_t) {
-                    const std::uint64_t id = next++;
-                    const record_key key = key_of(id);
-                    db.runner->run([&](transaction& tx) {
-                        require_executed(exec.execute(tx, key, "fp", {}, [&] {
-                            bank.transfer(id);
-                            return std::string("ok");
-                        }, codec));
-                    });
-                }, o.span);
+                return measure(
+                    [&](std::uint64_t) {
+                        const std::uint64_t id = next++;
+                        const record_key key = key_of(id);
+                        db.runner->run([&](transaction& tx) {
+                            require_executed(exec.execute(
+                                tx, key, "fp", {},
+                                [&] {
+                                    bank.transfer(id);
+                                    return std::string("ok");
+                                },
+                                codec));
+                        });
+                    },
+                    o.span);
             };
         };
         const auto lease = [&] {
-            return measure([&](std::uint64_t) {
-                const std::uint64_t id = next++;
-                const record_key key = key_of(id);
-                require_executed(enforce.execute(key, "fp", {}, [&] {
-                    db.runner->run([&](transaction&) { bank.transfer(id); });
-                    return std::string("ok");
-                }, codec));
-            }, o.span);
+            return measure(
+                [&](std::uint64_t) {
+                    const std::uint64_t id = next++;
+                    const record_key key = key_of(id);
+                    require_executed(enforce.execute(
+                        key, "fp", {},
+                        [&] {
+                            db.runner->run([&](transaction&) { bank.transfer(id); });
+                            return std::string("ok");
+                        },
+                        codec));
+                },
+                o.span);
         };
         const std::string where = name_of(sync);
         const std::string bare_name = "bare transfer (BEGIN IMMEDIATE, 2 UPDATE, INSERT, COMMIT)";
-        out.add({.group = "sqlite", .name = "enforce inside the transaction, " + where, .subject = "idem",
-                 .baseline = bare_name, .result = compare(inside(enforce), bare, o.rounds), .unit = "transfers/s"});
-        out.add({.group = "sqlite", .name = "lease mode (detached reserve, complete), " + where, .subject = "idem",
-                 .baseline = bare_name, .result = compare(lease, bare, o.rounds), .unit = "transfers/s"});
-        out.add({.group = "sqlite", .name = "observe inside the transaction, " + where, .subject = "idem",
-                 .baseline = bare_name, .result = compare(inside(observe), bare, o.rounds), .unit = "transfers/s"});
+        out.add({.group = "sqlite",
+                 .name = "enforce inside the transaction, " + where,
+                 .subject = "idem",
+                 .baseline = bare_name,
+                 .result = compare(inside(enforce), bare, o.rounds),
+                 .unit = "transfers/s"});
+        out.add({.group = "sqlite",
+                 .name = "lease mode (detached reserve, complete), " + where,
+                 .subject = "idem",
+                 .baseline = bare_name,
+                 .result = compare(lease, bare, o.rounds),
+                 .unit = "transfers/s"});
+        out.add({.group = "sqlite",
+                 .name = "observe inside the transaction, " + where,
+                 .subject = "idem",
+                 .baseline = bare_name,
+                 .result = compare(inside(observe), bare, o.rounds),
+                 .unit = "transfers/s"});
     }
 
     // Replay: a retry answered from the store against a bare primary-key SELECT.
@@ -91,18 +116,27 @@ void run_sqlite(const options& o, report& out) {
     executor exec(db.store);
     string_codec codec;
     const record_key key("bench.transfer", "replayed");
-    (void)exec.execute(key, "fp", {}, [] { return std::string(R"({"id":"t-1","amount":100})"); }, codec);
+    (void)exec.execute(
+        key, "fp", {}, [] { return std::string(R"({"id":"t-1","amount":100})"); }, codec);
     long long balance = 0;
-    soci::statement select = (db.session.prepare << "SELECT balance FROM accounts WHERE id = 'alice'", soci::into(balance));
+    soci::statement select =
+        (db.session.prepare << "SELECT balance FROM accounts WHERE id = 'alice'", soci::into(balance));
     const auto replay = [&] {
-        return measure([&](std::uint64_t) {
-            if (exec.execute(key, "fp", {}, [] { return std::string(); }, codec).status() != execution_status::replayed)
-                throw std::logic_error("not a replay");
-        }, o.span);
+        return measure(
+            [&](std::uint64_t) {
+                if (exec.execute(
+                            key, "fp", {}, [] { return std::string(); }, codec)
+                        .status() != execution_status::replayed)
+                    throw std::logic_error("not a replay");
+            },
+            o.span);
     };
     const auto bare_select = [&] { return measure([&](std::uint64_t) { select.execute(true); }, o.span); };
-    out.add({.group = "sqlite", .name = "replay of a stored result", .subject = "idem replay (executor, detached view)",
-             .baseline = "SELECT by primary key, prepared", .result = compare(replay, bare_select, o.rounds),
+    out.add({.group = "sqlite",
+             .name = "replay of a stored result",
+             .subject = "idem replay (executor, detached view)",
+             .baseline = "SELECT by primary key, prepared",
+             .result = compare(replay, bare_select, o.rounds),
              .unit = "ops/s"});
 
     // Purge: a million expired rows, written straight into the table.

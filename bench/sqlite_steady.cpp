@@ -28,7 +28,9 @@ namespace {
 using sqlite_api::sqlite3;
 using sqlite_api::sqlite3_stmt;
 
-sqlite3* native(soci::session& s) { return static_cast<soci::sqlite3_session_backend*>(s.get_backend())->conn_; }
+sqlite3* native(soci::session& s) {
+    return static_cast<soci::sqlite3_session_backend*>(s.get_backend())->conn_;
+}
 
 void exec(sqlite3* db, const std::string& sql) {
     char* message = nullptr;
@@ -55,7 +57,8 @@ public:
         return check(sqlite_api::sqlite3_bind_blob(stmt_, i, data, static_cast<int>(size), SQLITE_STATIC));
     }
     statement& bind(int i, const std::string& text) {
-        return check(sqlite_api::sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_STATIC));
+        return check(
+            sqlite_api::sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_STATIC));
     }
     // Runs to the end; how many rows it returned. A constraint failure throws.
     int run() {
@@ -85,27 +88,33 @@ void prefill(sqlite3* db, std::size_t rows) {
     exec(db, "PRAGMA cache_size = -524288");
     exec(db, "BEGIN");
     exec(db, "CREATE TABLE bench_accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL)");
-    exec(db, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
-             "INSERT INTO bench_accounts SELECT i, 1000000000 FROM n");
+    exec(db,
+         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
+         "INSERT INTO bench_accounts SELECT i, 1000000000 FROM n");
     exec(db, "CREATE TABLE bench_ledger (transfer_id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)");
     exec(db, series + "INSERT INTO bench_ledger SELECT i, 1 FROM n");
-    exec(db, series + "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
-                      "expires_at, updated_at) SELECT randomblob(16), 'bench.transfer', 'fp', "
-                      "'token', 1, 'ok', " + now + " + i * 86400000 / " + n + ", " + now + " - 86400000 + i * 86400000 / " +
-                      n + " FROM n");
-    exec(db, "CREATE TABLE bench_lean_rowid (key_hash BLOB NOT NULL, fingerprint BLOB NOT NULL, token BLOB NOT NULL, "
-             "state INTEGER NOT NULL, payload BLOB, expires_at INTEGER NOT NULL, created_at INTEGER NOT NULL)");
+    exec(db, series +
+                 "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
+                 "expires_at, updated_at) SELECT randomblob(16), 'bench.transfer', 'fp', "
+                 "'token', 1, 'ok', " +
+                 now + " + i * 86400000 / " + n + ", " + now + " - 86400000 + i * 86400000 / " + n + " FROM n");
+    exec(db,
+         "CREATE TABLE bench_lean_rowid (key_hash BLOB NOT NULL, fingerprint BLOB NOT NULL, token BLOB NOT NULL, "
+         "state INTEGER NOT NULL, payload BLOB, expires_at INTEGER NOT NULL, created_at INTEGER NOT NULL)");
     exec(db, "CREATE UNIQUE INDEX bench_lean_rowid_key ON bench_lean_rowid (key_hash)");
-    exec(db, "CREATE TABLE bench_lean_norowid (key_hash BLOB PRIMARY KEY, fingerprint BLOB NOT NULL, "
-             "token BLOB NOT NULL, state INTEGER NOT NULL, payload BLOB, expires_at INTEGER NOT NULL, "
-             "created_at INTEGER NOT NULL) WITHOUT ROWID");
+    exec(db,
+         "CREATE TABLE bench_lean_norowid (key_hash BLOB PRIMARY KEY, fingerprint BLOB NOT NULL, "
+         "token BLOB NOT NULL, state INTEGER NOT NULL, payload BLOB, expires_at INTEGER NOT NULL, "
+         "created_at INTEGER NOT NULL) WITHOUT ROWID");
     // idem's columns and key, without the expires_at index: what the index alone costs.
-    exec(db, "CREATE TABLE bench_unindexed (key_hash BLOB PRIMARY KEY, namespace TEXT NOT NULL, "
-             "fingerprint BLOB NOT NULL, token TEXT NOT NULL, state INTEGER NOT NULL, payload BLOB, "
-             "expires_at INTEGER NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID");
-    exec(db, series + "INSERT INTO bench_unindexed SELECT randomblob(16), 'bench.transfer', 'fp', "
-                      "'token', 1, 'ok', " + now + " + i * 86400000 / " + n + ", " + now + " - 86400000 + i * 86400000 / " +
-                      n + " FROM n");
+    exec(db,
+         "CREATE TABLE bench_unindexed (key_hash BLOB PRIMARY KEY, namespace TEXT NOT NULL, "
+         "fingerprint BLOB NOT NULL, token TEXT NOT NULL, state INTEGER NOT NULL, payload BLOB, "
+         "expires_at INTEGER NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID");
+    exec(db, series +
+                 "INSERT INTO bench_unindexed SELECT randomblob(16), 'bench.transfer', 'fp', "
+                 "'token', 1, 'ok', " +
+                 now + " + i * 86400000 / " + n + ", " + now + " - 86400000 + i * 86400000 / " + n + " FROM n");
     for (const char* table : {"bench_lean_rowid", "bench_lean_norowid"})
         exec(db, series + "INSERT INTO " + table + " SELECT randomblob(16), 'fp', 'token', 1, 'ok', " + now +
                      " + i * 86400000 / " + n + ", " + now + " - 86400000 + i * 86400000 / " + n + " FROM n");
@@ -128,12 +137,12 @@ struct bank {
     sqlite3* db;
     std::mt19937_64 rng{0x5eed};
     statement begin, commit, rollback, debit, credit, ledger;
-    statement reserve, complete, lookup, insert_completed, unindexed_lookup, unindexed_insert, lean_rowid_lookup, lean_rowid_insert, lean_norowid_lookup,
-        lean_norowid_insert;
+    statement reserve, complete, lookup, insert_completed, unindexed_lookup, unindexed_insert, lean_rowid_lookup,
+        lean_rowid_insert, lean_norowid_lookup, lean_norowid_insert;
 
     bank(const std::string& path, sqlite_synchronous sync)
-        : store(std::make_shared<sqlite_store>(
-              sqlite_store_options{.path = path, .connection = {.synchronous = sync}})),
+        : store(
+              std::make_shared<sqlite_store>(sqlite_store_options{.path = path, .connection = {.synchronous = sync}})),
           db(open(session, path, sync)),
           begin(db, "BEGIN IMMEDIATE"),
           commit(db, "COMMIT"),
@@ -141,28 +150,37 @@ struct bank {
           debit(db, "UPDATE bench_accounts SET balance = balance - 1 WHERE id = ?1"),
           credit(db, "UPDATE bench_accounts SET balance = balance + 1 WHERE id = ?1"),
           ledger(db, "INSERT INTO bench_ledger (transfer_id, amount) VALUES (?1, 1)"),
-          reserve(db, "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
-                      "expires_at, updated_at) VALUES (?1, 'bench.transfer', 'fp', 'token', 0, NULL, "
-                      "?2 + 60000, ?2) ON CONFLICT DO NOTHING RETURNING 1"),
-          complete(db, "UPDATE idem_records SET state = 1, payload = 'ok', expires_at = ?2 + 86400000, updated_at = ?2 "
-                       "WHERE key_hash = ?1 AND token = 'token' AND state = 0"),
+          reserve(db,
+                  "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
+                  "expires_at, updated_at) VALUES (?1, 'bench.transfer', 'fp', 'token', 0, NULL, "
+                  "?2 + 60000, ?2) ON CONFLICT DO NOTHING RETURNING 1"),
+          complete(db,
+                   "UPDATE idem_records SET state = 1, payload = 'ok', expires_at = ?2 + 86400000, updated_at = ?2 "
+                   "WHERE key_hash = ?1 AND token = 'token' AND state = 0"),
           lookup(db, "SELECT state, fingerprint, payload FROM idem_records WHERE key_hash = ?1 AND expires_at > ?2"),
-          insert_completed(db, "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, "
-                               "payload, expires_at, updated_at) VALUES (?1, 'bench.transfer', 'fp', "
-                               "'token', 1, 'ok', ?2 + 86400000, ?2)"),
-          unindexed_lookup(db, "SELECT state, fingerprint, payload FROM bench_unindexed WHERE key_hash = ?1 "
-                               "AND expires_at > ?2"),
-          unindexed_insert(db, "INSERT INTO bench_unindexed (key_hash, namespace, fingerprint, token, "
-                               "state, payload, expires_at, updated_at) VALUES (?1, 'bench.transfer', "
-                               "'fp', 'token', 1, 'ok', ?2 + 86400000, ?2)"),
-          lean_rowid_lookup(db, "SELECT state, fingerprint, payload FROM bench_lean_rowid WHERE key_hash = ?1 "
-                                "AND expires_at > ?2"),
-          lean_rowid_insert(db, "INSERT INTO bench_lean_rowid (key_hash, fingerprint, token, state, payload, "
-                                "expires_at, created_at) VALUES (?1, 'fp', 'token', 1, 'ok', ?2 + 86400000, ?2)"),
-          lean_norowid_lookup(db, "SELECT state, fingerprint, payload FROM bench_lean_norowid WHERE key_hash = ?1 "
-                                  "AND expires_at > ?2"),
-          lean_norowid_insert(db, "INSERT INTO bench_lean_norowid (key_hash, fingerprint, token, state, payload, "
-                                  "expires_at, created_at) VALUES (?1, 'fp', 'token', 1, 'ok', ?2 + 86400000, ?2)") {
+          insert_completed(db,
+                           "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, "
+                           "payload, expires_at, updated_at) VALUES (?1, 'bench.transfer', 'fp', "
+                           "'token', 1, 'ok', ?2 + 86400000, ?2)"),
+          unindexed_lookup(db,
+                           "SELECT state, fingerprint, payload FROM bench_unindexed WHERE key_hash = ?1 "
+                           "AND expires_at > ?2"),
+          unindexed_insert(db,
+                           "INSERT INTO bench_unindexed (key_hash, namespace, fingerprint, token, "
+                           "state, payload, expires_at, updated_at) VALUES (?1, 'bench.transfer', "
+                           "'fp', 'token', 1, 'ok', ?2 + 86400000, ?2)"),
+          lean_rowid_lookup(db,
+                            "SELECT state, fingerprint, payload FROM bench_lean_rowid WHERE key_hash = ?1 "
+                            "AND expires_at > ?2"),
+          lean_rowid_insert(db,
+                            "INSERT INTO bench_lean_rowid (key_hash, fingerprint, token, state, payload, "
+                            "expires_at, created_at) VALUES (?1, 'fp', 'token', 1, 'ok', ?2 + 86400000, ?2)"),
+          lean_norowid_lookup(db,
+                              "SELECT state, fingerprint, payload FROM bench_lean_norowid WHERE key_hash = ?1 "
+                              "AND expires_at > ?2"),
+          lean_norowid_insert(db,
+                              "INSERT INTO bench_lean_norowid (key_hash, fingerprint, token, state, payload, "
+                              "expires_at, created_at) VALUES (?1, 'fp', 'token', 1, 'ok', ?2 + 86400000, ?2)") {
         runner = std::make_unique<transaction_runner>(session);
     }
 
@@ -191,12 +209,13 @@ void bare(bank& b, std::uint64_t id) {
 // execute_in_transaction: by default the lookup, the work and one INSERT;
 // `reserve_first` as before the one-statement form (reserve, work, complete).
 void idem_inside(bank& b, executor& exec, std::uint64_t id, bool reserve_first = false) {
-    require_executed(execute_in_transaction(exec, *b.runner, transfer_key(id), "fp", {.reserve_first = reserve_first},
-                                            [&](transaction&) {
-                                                b.transfer(id);
-                                                return std::string("ok");
-                                            },
-                                            string_codec{}));
+    require_executed(execute_in_transaction(
+        exec, *b.runner, transfer_key(id), "fp", {.reserve_first = reserve_first},
+        [&](transaction&) {
+            b.transfer(id);
+            return std::string("ok");
+        },
+        string_codec{}));
 }
 
 void reserve_first(bank& b, std::uint64_t id) {
@@ -222,16 +241,20 @@ void one_write(bank& b, statement& lookup, statement& insert, std::uint64_t id) 
     b.commit.run();
 }
 
-const char* level_name(sqlite_synchronous s) { return s == sqlite_synchronous::full ? "FULL" : "NORMAL"; }
+const char* level_name(sqlite_synchronous s) {
+    return s == sqlite_synchronous::full ? "FULL" : "NORMAL";
+}
 
 // A new file whose pages are `page_size` bytes: set before its first table,
 // and before WAL mode, which fixes it.
 void create_with_page_size(const std::string& path, int page_size) {
     sqlite3* db = nullptr;
-    if (sqlite_api::sqlite3_open(path.c_str(), &db) != SQLITE_OK) throw std::runtime_error("bench: cannot create " + path);
+    if (sqlite_api::sqlite3_open(path.c_str(), &db) != SQLITE_OK)
+        throw std::runtime_error("bench: cannot create " + path);
     try {
-        exec(db, "PRAGMA page_size = " + std::to_string(page_size) + "; CREATE TABLE page_size_probe (x); "
-                 "DROP TABLE page_size_probe");
+        exec(db, "PRAGMA page_size = " + std::to_string(page_size) +
+                     "; CREATE TABLE page_size_probe (x); "
+                     "DROP TABLE page_size_probe");
     } catch (...) {
         sqlite_api::sqlite3_close(db);
         throw;
@@ -274,12 +297,21 @@ void run_at_page_size(const options& o, report& out, int page_size) {
             timed([&](std::uint64_t id) { one_write(b, b.lean_norowid_lookup, b.lean_norowid_insert, id); }),
         };
         const std::vector<double> rates = compare_all(subjects, o.rounds);
-        const char* names[] = {"bare", "idem", "idem-reserve-first", "hand", "hand-one-write", "unindexed-one-write", "lean-rowid", "lean-without-rowid"};
+        const char* names[] = {"bare",
+                               "idem",
+                               "idem-reserve-first",
+                               "hand",
+                               "hand-one-write",
+                               "unindexed-one-write",
+                               "lean-rowid",
+                               "lean-without-rowid"};
         for (std::size_t v = 1; v < rates.size(); ++v)
             out.add({.group = "sqlite-steady",
                      .name = std::string("WAL, synchronous=") + level_name(sync) + ", 1 client" + pages,
-                     .subject = names[v], .baseline = "bare",
-                     .result = {{rates[v], 1e9 / rates[v]}, {rates[0], 1e9 / rates[0]}}, .unit = "transfers/s",
+                     .subject = names[v],
+                     .baseline = "bare",
+                     .result = {{rates[v], 1e9 / rates[v]}, {rates[0], 1e9 / rates[0]}},
+                     .unit = "transfers/s",
                      .note = std::to_string(o.steady_rows) + " rows"});
     }
 }

@@ -27,7 +27,9 @@ inline std::pair<std::int64_t, std::int64_t> account_pair(std::mt19937_64& rng) 
     return {std::min(a, b), std::max(a, b)};
 }
 
-inline record_key transfer_key(std::uint64_t id) { return record_key("bench.transfer", "t-" + std::to_string(id)); }
+inline record_key transfer_key(std::uint64_t id) {
+    return record_key("bench.transfer", "t-" + std::to_string(id));
+}
 
 // Runs op(client, i) on `clients` threads for `span`, started together; total operations per second.
 inline double on_clients(int clients, std::chrono::milliseconds span,

@@ -14,8 +14,8 @@ public:
     // `reset`: create the tables if needed and start from two fresh accounts.
     explicit transfer_bank(soci::session& s, bool reset = true)
         : session_(s),
-          debit_((reset ? create_schema(s) : s, s.prepare << "UPDATE accounts SET balance = balance - :a WHERE id = 'alice'",
-                  soci::use(amount_))),
+          debit_((reset ? create_schema(s) : s,
+                  s.prepare << "UPDATE accounts SET balance = balance - :a WHERE id = 'alice'", soci::use(amount_))),
           credit_((s.prepare << "UPDATE accounts SET balance = balance + :a WHERE id = 'bob'", soci::use(amount_))),
           ledger_((s.prepare << "INSERT INTO ledger (transfer_id, amount) VALUES (:t, :a)", soci::use(transfer_id_),
                    soci::use(amount_))) {}

@@ -52,14 +52,16 @@ sha256_digest hmac_sha256(std::string_view key, std::string_view data) {
 
 std::string base64url(std::span<const std::byte> data) {
     std::string out(4 * ((data.size() + 2) / 3), '\0');
-    const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                        reinterpret_cast<const unsigned char*>(data.data()),
-                                        static_cast<int>(data.size()));
+    const int written =
+        EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                        reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
     out.resize(static_cast<std::size_t>(written));
     while (!out.empty() && out.back() == '=') out.pop_back();
     for (char& c : out) {
-        if (c == '+') c = '-';
-        else if (c == '/') c = '_';
+        if (c == '+')
+            c = '-';
+        else if (c == '/')
+            c = '_';
     }
     return out;
 }

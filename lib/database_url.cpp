@@ -8,8 +8,7 @@ namespace idem {
 namespace {
 
 [[noreturn]] void reject(std::string_view why) {
-    throw std::invalid_argument("idem: the database " + std::string(why) + "; use " +
-                                std::string(database_url_forms));
+    throw std::invalid_argument("idem: the database " + std::string(why) + "; use " + std::string(database_url_forms));
 }
 
 bool is_scheme(std::string_view s) {
@@ -24,12 +23,30 @@ bool has_sqlite_extension(std::string_view path) {
 // libpq's connection keywords: a string that opens with one of them is a
 // keyword/value connection string, not a file name.
 bool opens_with_libpq_keyword(std::string_view text) {
-    static constexpr std::array<std::string_view, 24> keywords = {
-        "host",        "hostaddr",       "port",         "dbname",           "user",
-        "password",    "passfile",       "service",      "connect_timeout",  "client_encoding",
-        "options",     "application_name", "sslmode",    "sslcert",          "sslkey",
-        "sslrootcert", "sslpassword",    "target_session_attrs", "keepalives", "keepalives_idle",
-        "gssencmode",  "krbsrvname",     "requiressl",   "channel_binding"};
+    static constexpr std::array<std::string_view, 24> keywords = {"host",
+                                                                  "hostaddr",
+                                                                  "port",
+                                                                  "dbname",
+                                                                  "user",
+                                                                  "password",
+                                                                  "passfile",
+                                                                  "service",
+                                                                  "connect_timeout",
+                                                                  "client_encoding",
+                                                                  "options",
+                                                                  "application_name",
+                                                                  "sslmode",
+                                                                  "sslcert",
+                                                                  "sslkey",
+                                                                  "sslrootcert",
+                                                                  "sslpassword",
+                                                                  "target_session_attrs",
+                                                                  "keepalives",
+                                                                  "keepalives_idle",
+                                                                  "gssencmode",
+                                                                  "krbsrvname",
+                                                                  "requiressl",
+                                                                  "channel_binding"};
     const auto start = text.find_first_not_of(" \t");
     if (start == std::string_view::npos) return false;
     text.remove_prefix(start);
@@ -58,8 +75,7 @@ database_url database_url::parse(std::string_view text) {
             path.remove_prefix(2);
         }
         if (path.empty()) reject("URL sqlite: needs a path");
-        if (path == ":memory:")
-            reject("cannot be :memory: (each pooled connection would open its own empty database)");
+        if (path == ":memory:") reject("cannot be :memory: (each pooled connection would open its own empty database)");
         return {backend::sqlite, std::string(path)};
     }
     if (const auto colon = text.find("://"); colon != std::string_view::npos && is_scheme(text.substr(0, colon)))

@@ -137,7 +137,8 @@ private:
             throw;
         }
         if (result.kind == classification::keep_in_flight) {
-            log(log_level::info, "idem.result.kept_in_flight", "the result keeps the key in flight until its lease ends");
+            log(log_level::info, "idem.result.kept_in_flight",
+                "the result keeps the key in flight until its lease ends");
             joined_->insert(*tx_, key_, fingerprint_, std::nullopt, settings_.lease);
         } else if (result.kind != classification::release) {
             joined_->insert(*tx_, key_, fingerprint_, result.payload, retention_for(result.kind));
@@ -224,7 +225,8 @@ private:
     // is kept for the caller and the failure logged: the operation has already run.
     void settle(const std::string& token, const detail::produced& result, bool in_transaction) {
         if (result.kind == classification::keep_in_flight) {
-            log(log_level::info, "idem.result.kept_in_flight", "the result keeps the key in flight until its lease ends");
+            log(log_level::info, "idem.result.kept_in_flight",
+                "the result keeps the key in flight until its lease ends");
             return;
         }
         if (result.kind == classification::release) {
@@ -232,10 +234,10 @@ private:
             return;
         }
         try {
-            const bool done = in_transaction ? joined_->complete(*tx_, key_, token, fingerprint_, result.payload,
-                                                                 retention_for(result.kind))
-                                             : store_.complete(key_, token, fingerprint_, result.payload,
-                                                               retention_for(result.kind));
+            const bool done =
+                in_transaction
+                    ? joined_->complete(*tx_, key_, token, fingerprint_, result.payload, retention_for(result.kind))
+                    : store_.complete(key_, token, fingerprint_, result.payload, retention_for(result.kind));
             if (!done)
                 log(log_level::warning, "idem.complete.stale",
                     "the lease ended and another run took the key over; this result was not stored");
@@ -277,9 +279,7 @@ private:
         }
     }
 
-    void count(outcome o) {
-        telemetry_.on_decision({about_.entry, o, settings_.mode, settings_.profile});
-    }
+    void count(outcome o) { telemetry_.on_decision({about_.entry, o, settings_.mode, settings_.profile}); }
 
     void log(log_level level, std::string_view name, const std::string& message) {
         const std::string hash = key_.key_hash();
@@ -316,8 +316,7 @@ executor::executor(std::shared_ptr<record_store> store, executor_options options
                std::make_shared<options_source>(std::move(options), std::set<std::string, std::less<>>{""}),
                std::move(telemetry)) {}
 
-executor::executor(store_map stores, std::shared_ptr<options_source> options,
-                   std::shared_ptr<telemetry_sink> telemetry)
+executor::executor(store_map stores, std::shared_ptr<options_source> options, std::shared_ptr<telemetry_sink> telemetry)
     : stores_(std::move(stores)),
       options_(std::move(options)),
       telemetry_(telemetry ? std::move(telemetry) : null_sink()) {
@@ -325,7 +324,9 @@ executor::executor(store_map stores, std::shared_ptr<options_source> options,
     options_->set_known_stores(names_of(stores_));
 }
 
-mode executor::resolve_mode(const execution_options& options) const { return options_->resolve(options).mode; }
+mode executor::resolve_mode(const execution_options& options) const {
+    return options_->resolve(options).mode;
+}
 
 detail::verdict executor::run_erased(transaction* tx, const record_key& key, std::string_view fingerprint,
                                      const execution_options& options, detail::erased_operation operation,

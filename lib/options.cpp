@@ -36,7 +36,8 @@ void check(std::vector<std::string>& problems, const std::string& where, const s
         effective_lease > duration::zero())
         problems.push_back(where + "lease (" + format_duration(effective_lease) + ") exceeds retention (" +
                            format_duration(effective_retention) + ")");
-    if (store && stores != nullptr && !stores->contains(*store)) problems.push_back(where + "store: no store named '" + *store + "'");
+    if (store && stores != nullptr && !stores->contains(*store))
+        problems.push_back(where + "store: no store named '" + *store + "'");
 }
 
 // RFC 9110 section 5.6.2: a field name is a token.
@@ -91,8 +92,8 @@ void options_source::set_known_stores(std::set<std::string, std::less<>> stores)
     (void)current();
 }
 
-std::shared_ptr<options_source> options_source::from_json(std::filesystem::path path,
-                                                         std::optional<std::set<std::string, std::less<>>> known_stores) {
+std::shared_ptr<options_source> options_source::from_json(
+    std::filesystem::path path, std::optional<std::set<std::string, std::less<>>> known_stores) {
     executor_options options = detail::read_options_file(path, known_stores ? &*known_stores : nullptr);
     auto source = std::make_shared<options_source>(std::move(options), std::move(known_stores));
     source->file_ = std::move(path);
@@ -107,7 +108,9 @@ void options_source::reload() {
     publish(std::make_shared<const executor_options>(std::move(next)), stores);
 }
 
-std::shared_ptr<const options_source::snapshot> options_source::load() const { return snapshot_.load(); }
+std::shared_ptr<const options_source::snapshot> options_source::load() const {
+    return snapshot_.load();
+}
 
 std::shared_ptr<const executor_options> options_source::current() const {
     auto s = load();
@@ -138,8 +141,8 @@ resolved_options options_source::resolve(const execution_options& call) const {
         .mode = pick(call.mode, &profile_options::mode, global->mode),
         .lease = pick(call.lease, &profile_options::lease, global->lease),
         .retention = pick(call.retention, &profile_options::retention, global->retention),
-        .failure_retention = pick(call.failure_retention, &profile_options::failure_retention,
-                                  global->failure_retention),
+        .failure_retention =
+            pick(call.failure_retention, &profile_options::failure_retention, global->failure_retention),
         .store = pick(call.store, &profile_options::store, global->store),
         .profile = call.profile,
         .http = global->http,
@@ -154,8 +157,9 @@ resolved_options options_source::resolve(const execution_options& call) const {
 std::string format_duration(duration d) {
     using namespace std::chrono;
     const auto count = d.count();
-    const std::pair<duration, const char*> units[] = {{hours(24), "d"}, {hours(1), "h"},       {minutes(1), "m"},
-                                                      {seconds(1), "s"}, {milliseconds(1), "ms"}, {microseconds(1), "us"}};
+    const std::pair<duration, const char*> units[] = {{hours(24), "d"},        {hours(1), "h"},
+                                                      {minutes(1), "m"},       {seconds(1), "s"},
+                                                      {milliseconds(1), "ms"}, {microseconds(1), "us"}};
     for (const auto& [unit, suffix] : units) {
         if (count != 0 && count % unit.count() == 0) return std::to_string(count / unit.count()) + suffix;
     }

@@ -57,14 +57,19 @@ private:
             if (name == "header_name") {
                 read_string(field, path, http.header_name);
             } else if (name == "require_key") {
-                if (field.is_boolean()) http.require_key = field.get<bool>();
-                else problems_.push_back(path + " must be true or false");
+                if (field.is_boolean())
+                    http.require_key = field.get<bool>();
+                else
+                    problems_.push_back(path + " must be true or false");
             } else if (name == "unscoped") {
                 std::string text;
                 if (!read_string(field, path, text)) continue;
-                if (text == "reject") http.unscoped = unscoped_behavior::reject;
-                else if (text == "bypass") http.unscoped = unscoped_behavior::bypass;
-                else problems_.push_back(path + ": unknown behaviour \"" + text + "\" (reject or bypass)");
+                if (text == "reject")
+                    http.unscoped = unscoped_behavior::reject;
+                else if (text == "bypass")
+                    http.unscoped = unscoped_behavior::bypass;
+                else
+                    problems_.push_back(path + ": unknown behaviour \"" + text + "\" (reject or bypass)");
             } else {
                 unknown(path);
             }

@@ -10,8 +10,10 @@ namespace idem {
 purge_result purge(store_admin& store, const purge_options& options) {
     using steady = std::chrono::steady_clock;
     if (options.batch == 0) throw std::invalid_argument("idem: the purge batch must be positive");
-    if (options.max_rows && *options.max_rows == 0) throw std::invalid_argument("idem: purge max_rows must be positive");
-    if (options.older_than < duration::zero()) throw std::invalid_argument("idem: purge older_than must not be negative");
+    if (options.max_rows && *options.max_rows == 0)
+        throw std::invalid_argument("idem: purge max_rows must be positive");
+    if (options.older_than < duration::zero())
+        throw std::invalid_argument("idem: purge older_than must not be negative");
     const std::size_t bound = options.max_rows.value_or(std::numeric_limits<std::size_t>::max());
     const auto start = steady::now();
     purge_result r;
@@ -31,9 +33,8 @@ purge_result purge(store_admin& store, const purge_options& options) {
         // Busy handlers poll rather than queue: rest as long as the batch held the
         // write lock, so that writers waiting for it get it in between.
         if (options.rest_between_batches)
-            std::this_thread::sleep_for(
-                std::clamp<steady::duration>(steady::now() - batch_start, std::chrono::milliseconds(1),
-                                             std::chrono::milliseconds(100)));
+            std::this_thread::sleep_for(std::clamp<steady::duration>(
+                steady::now() - batch_start, std::chrono::milliseconds(1), std::chrono::milliseconds(100)));
     }
     r.elapsed = steady::now() - start;
     return r;

@@ -39,7 +39,9 @@ std::string record_key::to_storage_key(std::string_view prefix) const {
     return out;
 }
 
-std::string record_key::key_hash() const { return key_hash_of(digest_); }
+std::string record_key::key_hash() const {
+    return key_hash_of(digest_);
+}
 
 std::string key_hash_of(const std::array<std::byte, 32>& digest) {
     return detail::hex(std::span(digest.data(), 8));

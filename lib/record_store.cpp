@@ -69,7 +69,9 @@ thread_local std::array<std::byte, token_bytes * 256> token_pool{};
 thread_local std::size_t token_pool_used = token_pool.size();
 
 // A forked child must not hand out the tokens its parent already drew.
-void discard_token_pool_in_child() { token_pool_used = token_pool.size(); }
+void discard_token_pool_in_child() {
+    token_pool_used = token_pool.size();
+}
 const int fork_guard = pthread_atfork(nullptr, nullptr, discard_token_pool_in_child);
 
 }  // namespace

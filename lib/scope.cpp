@@ -40,9 +40,15 @@ std::string owner(std::string_view kind, std::string_view id, std::string_view w
 
 }  // namespace
 
-scope scope::user(std::string_view id) { return scope(owner("user", id, "user id")); }
-scope scope::tenant(std::string_view id) { return scope(owner("tenant", id, "tenant id")); }
-scope scope::client(std::string_view id) { return scope(owner("client", id, "client id")); }
+scope scope::user(std::string_view id) {
+    return scope(owner("user", id, "user id"));
+}
+scope scope::tenant(std::string_view id) {
+    return scope(owner("tenant", id, "tenant id"));
+}
+scope scope::client(std::string_view id) {
+    return scope(owner("client", id, "client id"));
+}
 
 scope scope::user_and_tenant(std::string_view user_id, std::string_view tenant_id) {
     const std::string tenant_part = owner("tenant", tenant_id, "tenant id");
@@ -59,6 +65,8 @@ scope scope::custom(std::string_view kind, std::string_view value) {
     return scope(owner(kind, value, "scope value"));
 }
 
-scope scope::global() { return scope("global"); }
+scope scope::global() {
+    return scope("global");
+}
 
 }  // namespace idem

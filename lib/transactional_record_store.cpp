@@ -31,8 +31,7 @@ reservation transactional_record_store::try_reserve(transaction& tx, const recor
 }
 
 bool transactional_record_store::complete(transaction& tx, const record_key& key, std::string_view token,
-                                          std::string_view fingerprint, std::string_view payload,
-                                          duration retention) {
+                                          std::string_view fingerprint, std::string_view payload, duration retention) {
     detail::check_token(token);
     detail::check_fingerprint(fingerprint);
     detail::check_duration(retention, "retention");
@@ -47,7 +46,7 @@ bool transactional_record_store::release(transaction& tx, const record_key& key,
 }
 
 record_lookup transactional_record_store::look_up(transaction& tx, const record_key& key,
-                                                 std::string_view fingerprint) {
+                                                  std::string_view fingerprint) {
     detail::check_fingerprint(fingerprint);
     require_active(tx);
     return do_look_up_in(tx, key, fingerprint);

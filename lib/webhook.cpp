@@ -130,36 +130,24 @@ std::string_view delivery::header(std::string_view name) const noexcept {
 
 std::string_view to_string(verification v) noexcept {
     switch (v) {
-        case verification::valid:
-            return "valid";
-        case verification::missing:
-            return "missing";
-        case verification::malformed:
-            return "malformed";
-        case verification::mismatch:
-            return "mismatch";
-        case verification::outside_tolerance:
-            return "outside_tolerance";
+        case verification::valid: return "valid";
+        case verification::missing: return "missing";
+        case verification::malformed: return "malformed";
+        case verification::mismatch: return "mismatch";
+        case verification::outside_tolerance: return "outside_tolerance";
     }
     return "unknown";
 }
 
 std::string_view to_string(verdict v) noexcept {
     switch (v) {
-        case verdict::applied:
-            return "applied";
-        case verdict::duplicate:
-            return "duplicate";
-        case verdict::permanent_failure:
-            return "permanent_failure";
-        case verdict::transient_failure:
-            return "transient_failure";
-        case verdict::in_flight:
-            return "in_flight";
-        case verdict::unauthenticated:
-            return "unauthenticated";
-        case verdict::unidentified:
-            return "unidentified";
+        case verdict::applied: return "applied";
+        case verdict::duplicate: return "duplicate";
+        case verdict::permanent_failure: return "permanent_failure";
+        case verdict::transient_failure: return "transient_failure";
+        case verdict::in_flight: return "in_flight";
+        case verdict::unauthenticated: return "unauthenticated";
+        case verdict::unidentified: return "unidentified";
     }
     return "unknown";
 }

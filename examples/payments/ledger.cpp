@@ -33,7 +33,8 @@ void create_schema(idem::database& db) {
         uow.sql() << "CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, balance " + money +
                          " NOT NULL CHECK (balance" + bounds + "))" + strict;
         uow.sql() << "CREATE TABLE IF NOT EXISTS transfers (id TEXT PRIMARY KEY, from_account TEXT NOT NULL, "
-                     "to_account TEXT NOT NULL, amount " + money + " NOT NULL CHECK (amount > 0))" + strict;
+                     "to_account TEXT NOT NULL, amount " +
+                         money + " NOT NULL CHECK (amount > 0))" + strict;
         uow.sql() << "CREATE TABLE IF NOT EXISTS deposits (event_id TEXT PRIMARY KEY, account TEXT NOT NULL, amount " +
                          money + " NOT NULL CHECK (amount > 0))" + strict;
     });

@@ -8,8 +8,8 @@
 // GET /metrics serves the idempotency decisions in the Prometheus text format.
 // With --options, SIGHUP reads the file again: the mode (and every other option)
 // changes for the next request, with no restart.
-#include <CLI/CLI.hpp>
 #include <httplib.h>
+#include <CLI/CLI.hpp>
 #include <idem/database.hpp>
 #include <idem/http/httplib.hpp>
 #include <idem/telemetry.hpp>
@@ -18,9 +18,9 @@
 
 #include <csignal>
 #include <iostream>
-#include <thread>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "ledger.hpp"
 #include "service.hpp"
@@ -105,8 +105,7 @@ int main(int argc, char** argv) {
                    "Milliseconds of simulated fraud check per transfer (shows 409 for concurrent retries)")
         ->check(CLI::Range(0, 60000))
         ->capture_default_str();
-    app.add_option("--lease", f.lease_seconds,
-                   "Seconds a request holds its key when the process dies before answering")
+    app.add_option("--lease", f.lease_seconds, "Seconds a request holds its key when the process dies before answering")
         ->check(CLI::Range(1, 900))
         ->excludes("--options")
         ->capture_default_str();
@@ -139,15 +138,14 @@ int main(int argc, char** argv) {
         auto logs = std::make_shared<idem::log_sink>(std::clog, idem::log_level::warning);
         auto telemetry =
             std::make_shared<idem::fanout_sink>(std::vector<std::shared_ptr<idem::telemetry_sink>>{metrics, logs});
-        idem::database db = idem::database::open(
-            f.db, {.pool_size = static_cast<std::size_t>(f.threads),
-                   .options = source,
-                   .telemetry = telemetry,
-                   .transaction_pooler = f.transaction_pooler});
+        idem::database db = idem::database::open(f.db, {.pool_size = static_cast<std::size_t>(f.threads),
+                                                        .options = source,
+                                                        .telemetry = telemetry,
+                                                        .transaction_pooler = f.transaction_pooler});
         db.migrate();
         payments::create_schema(db);
-        payments::service svc(
-            db, {.webhook_secret = f.webhook_secret, .processing_delay = std::chrono::milliseconds(f.processing_delay_ms)});
+        payments::service svc(db, {.webhook_secret = f.webhook_secret,
+                                   .processing_delay = std::chrono::milliseconds(f.processing_delay_ms)});
         httplib::Server server;
         const auto threads = static_cast<std::size_t>(f.threads);
         server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -159,8 +157,9 @@ int main(int argc, char** argv) {
             if (!res.body.empty()) return;
             const std::string status = std::to_string(res.status);
             const char* title = res.status == 404 ? "no such resource" : "the request was not handled";
-            res.set_content(std::string("{\"type\":\"about:blank\",\"title\":\"") + title + "\",\"status\":" + status + "}",
-                            "application/problem+json");
+            res.set_content(
+                std::string("{\"type\":\"about:blank\",\"title\":\"") + title + "\",\"status\":" + status + "}",
+                "application/problem+json");
         });
         server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
             res.set_content(metrics->render_prometheus(), "text/plain; version=0.0.4");

@@ -16,7 +16,8 @@ bool is_id(std::string_view s) {
 
 nlohmann::json parse_object(const std::string& body, std::initializer_list<const char*> allowed) {
     // A NUL anywhere: the JSON parser could stop at it and take a prefix for the body.
-    if (body.find('\0') != std::string::npos) throw rejected(400, "Payments.MalformedBody", "the body holds a NUL byte");
+    if (body.find('\0') != std::string::npos)
+        throw rejected(400, "Payments.MalformedBody", "the body holds a NUL byte");
     nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
     if (!j.is_object()) throw rejected(400, "Payments.MalformedBody", "the body is not a JSON object");
     for (const auto& field : j.items())
@@ -33,8 +34,8 @@ std::string id_field(const nlohmann::json& j, const char* name) {
 }
 
 long long cents_field(const nlohmann::json& j, const char* name, long long minimum, long long maximum) {
-    const std::string rule = std::string(name) + " must be an integer number of cents from " +
-                             std::to_string(minimum) + " to " + std::to_string(maximum);
+    const std::string rule = std::string(name) + " must be an integer number of cents from " + std::to_string(minimum) +
+                             " to " + std::to_string(maximum);
     if (!j.contains(name)) throw rejected(400, "Payments.MalformedBody", rule);
     const auto& v = j[name];
     // nlohmann keeps integers beyond int64 as unsigned or float: both are refused here.

@@ -14,7 +14,7 @@ namespace payments {
 
 // Money is integer cents. Bounds keep every sum far from int64 overflow, and
 // exact in any JSON client (below 2^53).
-inline constexpr long long max_amount = 1'000'000'000'000;     // one transfer or deposit: 10^12 cents
+inline constexpr long long max_amount = 1'000'000'000'000;       // one transfer or deposit: 10^12 cents
 inline constexpr long long max_balance = 1'000'000'000'000'000;  // one account: 10^15 cents
 
 // A failure the client must fix, or a final business answer; stored and replayed.

@@ -1,12 +1,12 @@
 #include "service.hpp"
 
 #include <httplib.h>
+#include <soci/soci.h>
 #include <idem/http/fingerprint.hpp>
 #include <idem/http/httplib.hpp>
 #include <idem/http/key_header.hpp>
 #include <idem/webhook.hpp>
 #include <nlohmann/json.hpp>
-#include <soci/soci.h>
 
 #include <csignal>
 #include <cstdlib>
@@ -32,7 +32,9 @@ void send_problem(httplib::Response& res, int status, const std::string& code, c
                     "application/problem+json");
 }
 
-void send_problem(httplib::Response& res, const rejected& r) { send_problem(res, r.status, r.code, r.what()); }
+void send_problem(httplib::Response& res, const rejected& r) {
+    send_problem(res, r.status, r.code, r.what());
+}
 
 // The database could not do it now and nothing was written: the client retries.
 void send_unavailable(httplib::Response& res) {
@@ -69,19 +71,24 @@ void service::mount(httplib::Server& server) {
     const idem::http::httplib_options auth{.claims_of = claims_of};
 
     // POST /accounts {"id": "alice", "balance": 10000}: opening balance in cents.
-    server.Post("/accounts", idem::http::idempotent(layer_, [this](const httplib::Request& req, httplib::Response& res) {
-        try {
-            const json body = parse_object(req.body, {"id", "balance"});
-            const std::string id = id_field(body, "id");
-            const long long balance = body.contains("balance") ? cents_field(body, "balance", 0, max_balance) : 0;
-            if (!db_.transact([&](idem::unit_of_work& uow) { return open_account(uow, id, balance); }))
-                throw rejected(409, "Payments.AccountExists", "the account exists");
-            res.set_header("Location", "/accounts/" + id);
-            send_json(res, 201, {{"id", id}, {"balance", balance}});
-        } catch (const rejected& r) {
-            send_problem(res, r);
-        }
-    }, auth));
+    server.Post("/accounts",
+                idem::http::idempotent(
+                    layer_,
+                    [this](const httplib::Request& req, httplib::Response& res) {
+                        try {
+                            const json body = parse_object(req.body, {"id", "balance"});
+                            const std::string id = id_field(body, "id");
+                            const long long balance =
+                                body.contains("balance") ? cents_field(body, "balance", 0, max_balance) : 0;
+                            if (!db_.transact([&](idem::unit_of_work& uow) { return open_account(uow, id, balance); }))
+                                throw rejected(409, "Payments.AccountExists", "the account exists");
+                            res.set_header("Location", "/accounts/" + id);
+                            send_json(res, 201, {{"id", id}, {"balance", balance}});
+                        } catch (const rejected& r) {
+                            send_problem(res, r);
+                        }
+                    },
+                    auth));
 
     server.Get(R"(/accounts/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
         try {
@@ -101,38 +108,48 @@ void service::mount(httplib::Server& server) {
     // inside, the transfer and its own record share one transaction (db.once), so even a
     // retry after the layer's lease ran out cannot move the money twice. A failure of the
     // database that rolled everything back propagates: the layer frees the key at once.
-    server.Post("/transfers", idem::http::idempotent(layer_, [this](const httplib::Request& req, httplib::Response& res) {
-        try {
-            const json body = parse_object(req.body, {"from", "to", "amount"});
-            const std::string from = id_field(body, "from"), to = id_field(body, "to");
-            const long long amount = cents_field(body, "amount", 1, max_amount);
-            if (from == to) throw rejected(400, "Payments.SameAccount", "from and to are the same account");
-            if (options_.processing_delay.count() > 0) std::this_thread::sleep_for(options_.processing_delay);
+    server.Post("/transfers",
+                idem::http::idempotent(
+                    layer_,
+                    [this](const httplib::Request& req, httplib::Response& res) {
+                        try {
+                            const json body = parse_object(req.body, {"from", "to", "amount"});
+                            const std::string from = id_field(body, "from"), to = id_field(body, "to");
+                            const long long amount = cents_field(body, "amount", 1, max_amount);
+                            if (from == to)
+                                throw rejected(400, "Payments.SameAccount", "from and to are the same account");
+                            if (options_.processing_delay.count() > 0)
+                                std::this_thread::sleep_for(options_.processing_delay);
 
-            const std::string client = claims_of(req).at("client_id");
-            const std::string key =
-                idem::http::parse_key_header(std::vector<std::string_view>{req.get_header_value("Idempotency-Key")}).key;
-            const idem::record_key record("payments.transfer", idem::scope::client(client), key);
-            auto e = db_.once(record, idem::http::request_fingerprint("POST", req.target, req.body),
-                              [&](idem::unit_of_work& uow) {
-                                  crash_point("after_reserve");
-                                  const std::string id = new_id("tr_");
-                                  move_money(uow, id, from, to, amount);
-                                  crash_point("after_writes");
-                                  return json{{"id", id}, {"from", from}, {"to", to}, {"amount", amount}}.dump();
-                              });
-            if (e.status() == idem::execution_status::key_reused)
-                throw rejected(422, "Idempotency.KeyReused", "this key was used for another transfer");
-            if (!e.has_value()) throw rejected(409, "Idempotency.InFlight", "this transfer is still being processed");
-            crash_point("after_commit");
-            const json receipt = json::parse(e.value());
-            res.set_header("Location", "/transfers/" + receipt["id"].get<std::string>());
-            res.status = 201;
-            res.set_content(e.value(), "application/json");
-        } catch (const rejected& r) {
-            send_problem(res, r);
-        }
-    }, auth));
+                            const std::string client = claims_of(req).at("client_id");
+                            const std::string key =
+                                idem::http::parse_key_header(
+                                    std::vector<std::string_view>{req.get_header_value("Idempotency-Key")})
+                                    .key;
+                            const idem::record_key record("payments.transfer", idem::scope::client(client), key);
+                            auto e = db_.once(
+                                record, idem::http::request_fingerprint("POST", req.target, req.body),
+                                [&](idem::unit_of_work& uow) {
+                                    crash_point("after_reserve");
+                                    const std::string id = new_id("tr_");
+                                    move_money(uow, id, from, to, amount);
+                                    crash_point("after_writes");
+                                    return json{{"id", id}, {"from", from}, {"to", to}, {"amount", amount}}.dump();
+                                });
+                            if (e.status() == idem::execution_status::key_reused)
+                                throw rejected(422, "Idempotency.KeyReused", "this key was used for another transfer");
+                            if (!e.has_value())
+                                throw rejected(409, "Idempotency.InFlight", "this transfer is still being processed");
+                            crash_point("after_commit");
+                            const json receipt = json::parse(e.value());
+                            res.set_header("Location", "/transfers/" + receipt["id"].get<std::string>());
+                            res.status = 201;
+                            res.set_content(e.value(), "application/json");
+                        } catch (const rejected& r) {
+                            send_problem(res, r);
+                        }
+                    },
+                    auth));
 
     server.Get(R"(/transfers/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
         try {
@@ -161,7 +178,8 @@ void service::mount(httplib::Server& server) {
     // database stores nothing and answers 503, so the provider redelivers.
     server.Post("/webhooks/provider", [this](const httplib::Request& req, httplib::Response& res) {
         try {
-            if (!idem::webhook::signature_matches(options_.webhook_secret, req.body, req.get_header_value("X-Signature")))
+            if (!idem::webhook::signature_matches(options_.webhook_secret, req.body,
+                                                  req.get_header_value("X-Signature")))
                 throw rejected(401, "Payments.BadSignature", "the signature does not match the body");
             const json event = parse_object(req.body, {"id", "account", "amount"});
             const std::string id = id_field(event, "id"), account = id_field(event, "account");

@@ -24,9 +24,12 @@ receipt capture_once(idem::executor& exec, const std::string& tenant, const std:
     const idem::record_key key("payments.capture", idem::scope::tenant(tenant),
                                idem::keys::derive("capture", {order_id}));
     const std::string fingerprint = std::to_string(cents);  // same key, other amount: key_reused
-    auto e = exec.execute(key, fingerprint, {.profile = "payments"},
-                          [&] { return receipt{"cap-" + order_id, cents}; },  // the side effect
-                          receipt_codec);
+    auto e = exec.execute(
+        key, fingerprint, {.profile = "payments"},
+        [&] {
+            return receipt{"cap-" + order_id, cents};
+        },  // the side effect
+        receipt_codec);
     switch (e.status()) {
         case idem::execution_status::executed:
         case idem::execution_status::replayed: return e.value();

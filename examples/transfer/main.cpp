@@ -6,8 +6,8 @@
 //
 //   idem-transfer [--db URL]     sqlite:PATH or PATH.db (default: a temporary file, removed at exit),
 //                                postgresql://... or "host=... dbname=..."
-#include <idem/database.hpp>
 #include <soci/soci.h>
+#include <idem/database.hpp>
 
 #include <chrono>
 #include <cstdlib>
@@ -80,12 +80,14 @@ transfer move_money(idem::database& db, const std::string& key, transfer t) {
         t.id = new_id();
         long long left = 0;
         uow.sql() << "UPDATE accounts SET balance = balance - :amount WHERE id = :id AND balance >= :needed "
-                     "RETURNING balance", soci::use(t.amount), soci::use(t.from), soci::use(t.amount), soci::into(left);
+                     "RETURNING balance",
+            soci::use(t.amount), soci::use(t.from), soci::use(t.amount), soci::into(left);
         if (!uow.sql().got_data()) throw insufficient_funds();  // rolls back: no money moved, no record
         uow.sql() << "UPDATE accounts SET balance = balance + :amount WHERE id = :id", soci::use(t.amount),
             soci::use(t.to);
         uow.sql() << "INSERT INTO transfers (id, from_account, to_account, amount) "
-                     "VALUES (:id, :from_account, :to_account, :amount)", soci::use(t);
+                     "VALUES (:id, :from_account, :to_account, :amount)",
+            soci::use(t);
         return t;
     });
     if (!e.has_value()) throw std::invalid_argument("this key was used for another transfer");
@@ -98,10 +100,13 @@ transfer move_money(idem::database& db, const std::string& key, transfer t) {
 // own connection first, sends, then stores the result (db.executor() does the rest).
 void email_receipt(idem::database& db, const std::string& key, const std::string& receipt) {
     const idem::record_key record{"bank.receipt-email", idem::scope::client("teller"), key};
-    auto e = db.executor().execute(record, receipt, {}, [&] {
-        std::cout << "  email: " << receipt << "\n";  // the side effect, outside any transaction
-        return std::string("sent");
-    }, idem::string_codec{});
+    auto e = db.executor().execute(
+        record, receipt, {},
+        [&] {
+            std::cout << "  email: " << receipt << "\n";  // the side effect, outside any transaction
+            return std::string("sent");
+        },
+        idem::string_codec{});
     if (e.status() == idem::execution_status::replayed) std::cout << "  email: already sent\n";
 }
 // readme:end database-lease
@@ -151,7 +156,8 @@ int run(const std::string& url, const std::string& prefix) {
         std::cout << "transfer-2: " << e.what() << ", rolled back\n";
     }
     show("after the failed transfer-2");
-    db.transact([](idem::unit_of_work& uow) { uow.sql() << "UPDATE accounts SET balance = balance + 500 WHERE id = 'alice'"; });
+    db.transact(
+        [](idem::unit_of_work& uow) { uow.sql() << "UPDATE accounts SET balance = balance + 500 WHERE id = 'alice'"; });
     std::cout << "transfer-2 retried: " << describe(move_money(db, prefix + "transfer-2", {"", "alice", "bob", 500}))
               << "\n";
     show("end");
@@ -172,9 +178,12 @@ std::string run_prefix() {
 int main(int argc, char** argv) {
     try {
         std::string url;
-        if (argc == 3 && std::string_view(argv[1]) == "--db") url = argv[2];
-        else if (argc == 2) url = argv[1];
-        else if (argc != 1) throw std::invalid_argument("usage: idem-transfer [--db URL]");
+        if (argc == 3 && std::string_view(argv[1]) == "--db")
+            url = argv[2];
+        else if (argc == 2)
+            url = argv[1];
+        else if (argc != 1)
+            throw std::invalid_argument("usage: idem-transfer [--db URL]");
         if (!url.empty()) {
             const bool shared = idem::database_url::parse(url).kind == idem::database_url::backend::postgresql;
             return bank::run(url, shared ? bank::run_prefix() : "");

@@ -23,9 +23,9 @@
 #include <concepts>
 #include <cstddef>
 #include <limits>
-#include <stdexcept>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -135,7 +135,8 @@ private:
             return static_cast<I>(parse_signed(payload, static_cast<long long>(std::numeric_limits<I>::min()),
                                                static_cast<long long>(std::numeric_limits<I>::max())));
         else
-            return static_cast<I>(parse_unsigned(payload, static_cast<unsigned long long>(std::numeric_limits<I>::max())));
+            return static_cast<I>(
+                parse_unsigned(payload, static_cast<unsigned long long>(std::numeric_limits<I>::max())));
     }
 };
 
@@ -220,8 +221,9 @@ public:
     auto once(const record_key& key, std::string_view fingerprint, Work&& work, const execution_options& options = {}) {
         using result_type = std::invoke_result_t<Work&, unit_of_work&>;
         if constexpr (std::is_void_v<result_type>) {
-            auto e = once(key, fingerprint, [&](unit_of_work& uow) { return (work(uow), detail::unit{}); },
-                          detail::unit_codec{}, options);
+            auto e = once(
+                key, fingerprint, [&](unit_of_work& uow) { return (work(uow), detail::unit{}); }, detail::unit_codec{},
+                options);
             return execution<void>(e.status(), e.enforce_decision(), e.mode());
         } else if constexpr (std::is_same_v<result_type, std::string>) {
             return once(key, fingerprint, work, string_codec{}, options);
@@ -295,8 +297,8 @@ execution<T> database::once_with(const record_key& key, std::string_view fingerp
                     unit_of_work uow(tx);
                     return work(uow);
                 };
-                execution<T> e = detail::executor_access::execute(executor(), tx, owned, key, fingerprint, options,
-                                                                  bound, codec);
+                execution<T> e =
+                    detail::executor_access::execute(executor(), tx, owned, key, fingerprint, options, bound, codec);
                 run.committing = true;
                 return e;
             },

@@ -29,8 +29,7 @@ enum class error_category {
 
 class IDEM_API error : public std::runtime_error {
 public:
-    error(error_category category, const std::string& message)
-        : std::runtime_error(message), category_(category) {}
+    error(error_category category, const std::string& message) : std::runtime_error(message), category_(category) {}
 
     [[nodiscard]] error_category category() const noexcept { return category_; }
     // Worth retrying as it is: a lock or statement timeout, a lost connection.
@@ -64,9 +63,7 @@ enum class store_failure {
 class IDEM_API store_error : public error {
 public:
     store_error(store_failure failure, const std::string& message, std::string native_code = {})
-        : error(error_category::store, message),
-          failure_(failure),
-          native_code_(std::move(native_code)) {}
+        : error(error_category::store, message), failure_(failure), native_code_(std::move(native_code)) {}
 
     [[nodiscard]] store_failure failure() const noexcept { return failure_; }
     // SQLSTATE on PostgreSQL, the extended result code on SQLite, empty otherwise.

@@ -39,8 +39,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "idem/export.hpp"
 #include "idem/executor.hpp"
+#include "idem/export.hpp"
 #include "idem/transaction_runner.hpp"
 #include "idem/transactional_record_store.hpp"
 

@@ -22,9 +22,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "idem/export.hpp"
 #include "idem/error.hpp"
 #include "idem/execution.hpp"
+#include "idem/export.hpp"
 #include "idem/options.hpp"
 #include "idem/record_store.hpp"
 #include "idem/result_codec.hpp"
@@ -44,8 +44,9 @@ class function_ref<R(Args...)> {
 public:
     template <class F>
     function_ref(F& f) noexcept  // NOLINT: implicit by design, like std::function_ref
-        : object_(std::addressof(f)),
-          call_([](void* object, Args... args) -> R { return (*static_cast<F*>(object))(std::forward<Args>(args)...); }) {}
+        : object_(std::addressof(f)), call_([](void* object, Args... args) -> R {
+              return (*static_cast<F*>(object))(std::forward<Args>(args)...);
+          }) {}
 
     R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
 
@@ -116,8 +117,9 @@ public:
     // A stop requested before it starts releases the key and throws operation_cancelled;
     // an exception it throws is rethrown and the key stays in flight until the lease ends.
     template <class T, class Operation>
-    [[nodiscard]] execution<T> execute(const record_key& key, std::string_view fingerprint, const execution_options& options,
-                         Operation&& operation, const result_codec<T>& codec, std::stop_token stop = {}) {
+    [[nodiscard]] execution<T> execute(const record_key& key, std::string_view fingerprint,
+                                       const execution_options& options, Operation&& operation,
+                                       const result_codec<T>& codec, std::stop_token stop = {}) {
         return run_typed(nullptr, key, fingerprint, options, operation, codec, std::move(stop));
     }
 
@@ -128,8 +130,8 @@ public:
     // A store that cannot join transactions works as outside one (its record is not rolled back).
     template <class T, class Operation>
     [[nodiscard]] execution<T> execute(transaction& tx, const record_key& key, std::string_view fingerprint,
-                         const execution_options& options, Operation&& operation, const result_codec<T>& codec,
-                         std::stop_token stop = {}) {
+                                       const execution_options& options, Operation&& operation,
+                                       const result_codec<T>& codec, std::stop_token stop = {}) {
         return run_typed(&tx, key, fingerprint, options, operation, codec, std::move(stop));
     }
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <string_view>
 
-#include "idem/export.hpp"
 #include "idem/executor.hpp"
+#include "idem/export.hpp"
 #include "idem/keys.hpp"
 
 namespace idem {
@@ -40,23 +40,24 @@ public:
     // Options default to the built-in "messaging" profile (7-day retention). Every overload
     // takes [transaction,] consumer, message id, owner, handler, [codec,] options, stop.
     template <class Handler>
-    [[nodiscard]] execution_status process(std::string_view consumer, std::string_view message_id,
-                                           const scope& owner, Handler&& handler, execution_options options = {},
+    [[nodiscard]] execution_status process(std::string_view consumer, std::string_view message_id, const scope& owner,
+                                           Handler&& handler, execution_options options = {},
                                            std::stop_token stop = {}) {
         auto run = [&](std::stop_token token) {
             detail::invoke_operation(handler, std::move(token));
             return done{};
         };
-        return executor_.execute(key_for(consumer, message_id, owner), fingerprint, with_defaults(std::move(options)),
-                                 run, done_codec(), std::move(stop))
+        return executor_
+            .execute(key_for(consumer, message_id, owner), fingerprint, with_defaults(std::move(options)), run,
+                     done_codec(), std::move(stop))
             .status();
     }
 
     // The same with a result stored and replayed through `codec`.
     template <class T, class Handler>
     [[nodiscard]] execution<T> process(std::string_view consumer, std::string_view message_id, const scope& owner,
-                         Handler&& handler, const result_codec<T>& codec, execution_options options = {},
-                         std::stop_token stop = {}) {
+                                       Handler&& handler, const result_codec<T>& codec, execution_options options = {},
+                                       std::stop_token stop = {}) {
         return executor_.execute(key_for(consumer, message_id, owner), fingerprint, with_defaults(std::move(options)),
                                  handler, codec, std::move(stop));
     }

@@ -31,7 +31,7 @@ namespace idem::keys {
 // RFC 9562 UUIDv5 of derive(operation, ids) in idem's namespace; lowercase canonical text.
 [[nodiscard]] IDEM_API std::string to_uuid_v5(std::string_view operation, std::span<const std::string_view> ids);
 [[nodiscard]] IDEM_API std::string to_uuid_v5(std::string_view operation,
-                                           std::initializer_list<std::string_view> ids = {});
+                                              std::initializer_list<std::string_view> ids = {});
 
 // 1 to 255 characters, each printable ASCII (0x21..0x7E) except '"' and '\'.
 [[nodiscard]] IDEM_API bool is_valid(std::string_view key) noexcept;

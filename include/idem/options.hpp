@@ -27,8 +27,8 @@
 #include <string_view>
 #include <vector>
 
-#include "idem/export.hpp"
 #include "idem/clock.hpp"
+#include "idem/export.hpp"
 #include "idem/mode.hpp"
 #include "idem/telemetry.hpp"
 
@@ -62,9 +62,9 @@ struct IDEM_API executor_options {
     // Pick lease >= max(server request timeout, client's total retry budget).
     duration lease = std::chrono::minutes(1);
     duration max_lease = std::chrono::minutes(15);
-    duration retention = std::chrono::hours(24);          // results classified store
+    duration retention = std::chrono::hours(24);            // results classified store
     duration failure_retention = std::chrono::minutes(10);  // results classified store_as_failure
-    std::string store = {};                                // "" is the default store
+    std::string store = {};                                 // "" is the default store
     std::map<std::string, profile_options, std::less<>> profiles = {};
     http_settings http = {};
 

@@ -75,8 +75,7 @@ public:
     // store_admin: migrations/postgresql, applied under an advisory lock, so
     // several processes may migrate at once.
     std::vector<std::string> migrate() override;
-    [[nodiscard]] std::optional<record_state> inspect(std::span<const std::byte> digest,
-                                                      bool with_payload) override;
+    [[nodiscard]] std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) override;
     [[nodiscard]] std::size_t count_expired(duration older_than) override;
     // One statement: DELETE of rows picked FOR UPDATE SKIP LOCKED, so concurrent
     // purges never wait for each other and never delete a row twice.

@@ -28,10 +28,10 @@ struct purge_progress {
 };
 
 struct purge_options {
-    std::size_t batch = 1000;                  // rows per transaction
-    std::optional<std::size_t> max_rows = {};  // stop after this many; no bound when empty
-    duration older_than = duration::zero();    // only rows expired at least this long ago
-    bool rest_between_batches = true;          // as long as the last batch took, 1 ms to 100 ms
+    std::size_t batch = 1000;                                       // rows per transaction
+    std::optional<std::size_t> max_rows = {};                       // stop after this many; no bound when empty
+    duration older_than = duration::zero();                         // only rows expired at least this long ago
+    bool rest_between_batches = true;                               // as long as the last batch took, 1 ms to 100 ms
     std::function<void(const purge_progress&)> progress = nullptr;  // after every batch
 };
 

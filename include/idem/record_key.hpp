@@ -43,8 +43,7 @@ public:
     [[nodiscard]] std::string key_hash() const;
 
     friend bool operator==(const record_key& a, const record_key& b) noexcept {
-        return a.digest_ == b.digest_ && a.namespace_ == b.namespace_ && a.scope_ == b.scope_ &&
-               a.key_ == b.key_;
+        return a.digest_ == b.digest_ && a.namespace_ == b.namespace_ && a.scope_ == b.scope_ && a.key_ == b.key_;
     }
 
 private:

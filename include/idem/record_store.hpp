@@ -19,8 +19,8 @@
 #include <string>
 #include <string_view>
 
-#include "idem/export.hpp"
 #include "idem/clock.hpp"
+#include "idem/export.hpp"
 #include "idem/record_key.hpp"
 
 namespace idem {
@@ -55,10 +55,10 @@ struct IDEM_API reservation {
 // scenarios by them, and the executor joins a caller's transaction only with a
 // store that says joins_transactions.
 struct IDEM_API store_traits {
-    bool atomic_reserve = true;        // concurrent reserves of one key: exactly one wins
-    bool joins_transactions = false;   // a transactional_record_store that joins the caller's transaction
-    bool server_clock = false;         // expiry decided by the server's clock
-    bool self_expiring = false;        // the server drops expired entries itself; purge has nothing to do
+    bool atomic_reserve = true;       // concurrent reserves of one key: exactly one wins
+    bool joins_transactions = false;  // a transactional_record_store that joins the caller's transaction
+    bool server_clock = false;        // expiry decided by the server's clock
+    bool self_expiring = false;       // the server drops expired entries itself; purge has nothing to do
 };
 
 class IDEM_API record_store {

@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "idem/export.hpp"
 #include "idem/clock.hpp"
+#include "idem/export.hpp"
 #include "idem/store_admin.hpp"
 #include "idem/transactional_record_store.hpp"
 
@@ -67,7 +67,7 @@ IDEM_API void configure_sqlite_session(soci::session& session, const sqlite_conn
 struct IDEM_API sqlite_store_options {
     std::string path;  // the database file, created if missing (not ":memory:")
     sqlite_connection_options connection{};
-    std::size_t pool_size = 4;  // the store's own connections, opened as needed
+    std::size_t pool_size = 4;    // the store's own connections, opened as needed
     bool migrate_on_open = true;  // not with connection.read_only
     // Expiry decisions; stored as integer milliseconds since the Unix epoch.
     std::shared_ptr<const clock> time = clock::system();
@@ -89,8 +89,7 @@ public:
     // store_admin on the store's clock, each call one short BEGIN IMMEDIATE
     // transaction (or, like the detached view, a savepoint in this thread's open
     // one). std::invalid_argument for a negative `older_than` or a zero `limit`.
-    [[nodiscard]] std::optional<record_state> inspect(std::span<const std::byte> digest,
-                                                      bool with_payload) override;
+    [[nodiscard]] std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) override;
     [[nodiscard]] std::size_t count_expired(duration older_than) override;
     std::size_t purge_batch(std::size_t limit, duration older_than) override;
 

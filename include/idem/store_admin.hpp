@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "idem/export.hpp"
 #include "idem/clock.hpp"
+#include "idem/export.hpp"
 
 namespace idem {
 
@@ -46,8 +46,7 @@ public:
     // not. SQL stores key their rows by the digest's first 16 bytes, and find a
     // record by those alone too (the primary key as a table shows it);
     // std::invalid_argument for any other length.
-    [[nodiscard]] virtual std::optional<record_state> inspect(std::span<const std::byte> digest,
-                                                              bool with_payload) = 0;
+    [[nodiscard]] virtual std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) = 0;
 
     // Rows expired at least `older_than` ago.
     [[nodiscard]] virtual std::size_t count_expired(duration older_than) = 0;

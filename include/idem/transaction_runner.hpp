@@ -102,7 +102,7 @@ private:
 
 template <class Work, class ShouldCommit>
 std::invoke_result_t<Work&, transaction&> transaction_runner::run_in(Work&& work, ShouldCommit&& should_commit,
-                                                                    bool fast) {
+                                                                     bool fast) {
     using result_type = std::invoke_result_t<Work&, transaction&>;
     std::string savepoint;
     transaction& tx = enter(savepoint, fast);

@@ -51,7 +51,7 @@ inline constexpr std::string_view fingerprint = "event";
 // Whether `signature_hex` (hex, either case) is the HMAC-SHA256 of `body` under
 // `secret`; compared in constant time. A malformed signature is simply false.
 [[nodiscard]] IDEM_API bool signature_matches(std::string_view secret, std::string_view body,
-                                     std::string_view signature_hex) noexcept;
+                                              std::string_view signature_hex) noexcept;
 
 // Namespace "webhook:{provider}", key keys::from_message(event_id, provider).
 [[nodiscard]] IDEM_API record_key event_key(std::string_view provider, std::string_view event_id, const scope& owner);
@@ -96,7 +96,7 @@ enum class verification {
 // Checks `d` against every secret (rotation: the new one and the old one until
 // the provider stops using it); each comparison takes constant time.
 [[nodiscard]] IDEM_API verification verify(const signature_scheme& scheme, std::span<const std::string> secrets,
-                                  const delivery& d, time_point now);
+                                           const delivery& d, time_point now);
 
 // Who an event belongs to and its id, read from a verified delivery.
 struct event_identity {

@@ -41,9 +41,8 @@ opened open_store(const database_url& url, const database_options& options) {
         }
         case database_url::backend::postgresql: {
 #ifdef IDEM_DATABASE_POSTGRESQL
-            const postgresql_store_options store_options{.connection = url.location,
-                                                         .migrate_on_open = false,
-                                                         .transaction_pooler = options.transaction_pooler};
+            const postgresql_store_options store_options{
+                .connection = url.location, .migrate_on_open = false, .transaction_pooler = options.transaction_pooler};
             auto store = std::make_shared<postgresql_store>(store_options);
             store_admin* admin = store.get();
             // A business transaction waits for a row lock no longer than the store's own
@@ -78,7 +77,8 @@ std::vector<std::string> problems_of(const database_options& o) {
 // in [half, full] so clients that collided once spread out.
 std::chrono::microseconds backoff_before(int attempt, std::chrono::milliseconds backoff) {
     thread_local std::minstd_rand random{std::random_device{}()};
-    const auto full = std::chrono::duration_cast<std::chrono::microseconds>(backoff) * (1LL << std::min(attempt - 1, 10));
+    const auto full =
+        std::chrono::duration_cast<std::chrono::microseconds>(backoff) * (1LL << std::min(attempt - 1, 10));
     if (full.count() <= 1) return full;
     std::uniform_int_distribution<long long> pick(full.count() / 2, full.count());
     return std::chrono::microseconds(pick(random));
@@ -158,15 +158,29 @@ database::database(database&&) noexcept = default;
 database& database::operator=(database&&) noexcept = default;
 database::~database() = default;
 
-std::vector<std::string> database::migrate() { return impl_->admin->migrate(); }
+std::vector<std::string> database::migrate() {
+    return impl_->admin->migrate();
+}
 
-idem::executor& database::executor() noexcept { return impl_->exec; }
-transactional_record_store& database::store() noexcept { return *impl_->store; }
-std::shared_ptr<transactional_record_store> database::shared_store() const noexcept { return impl_->store; }
-store_admin& database::admin() noexcept { return *impl_->admin; }
-database_url::backend database::backend() const noexcept { return impl_->url.kind; }
+idem::executor& database::executor() noexcept {
+    return impl_->exec;
+}
+transactional_record_store& database::store() noexcept {
+    return *impl_->store;
+}
+std::shared_ptr<transactional_record_store> database::shared_store() const noexcept {
+    return impl_->store;
+}
+store_admin& database::admin() noexcept {
+    return *impl_->admin;
+}
+database_url::backend database::backend() const noexcept {
+    return impl_->url.kind;
+}
 
-soci::session& database::session_of(transaction_runner& runner) noexcept { return runner.session(); }
+soci::session& database::session_of(transaction_runner& runner) noexcept {
+    return runner.session();
+}
 
 void database::run_unit(detail::function_ref<void(transaction_runner&, detail::unit_run&)> body) {
     impl& d = *impl_;

@@ -15,7 +15,8 @@ session_pool::session_pool(opener open, std::size_t size, std::chrono::milliseco
 
 session_pool::lease session_pool::borrow() {
     std::unique_lock lock(mutex_);
-    const bool freed = available_.wait_for(lock, acquire_timeout_, [&] { return !idle_.empty() || slots_.size() < size_; });
+    const bool freed =
+        available_.wait_for(lock, acquire_timeout_, [&] { return !idle_.empty() || slots_.size() < size_; });
     if (!freed)
         throw store_error(store_failure::timeout, "idem: no database session became free within " +
                                                       std::to_string(acquire_timeout_.count()) + " ms (pool_size " +

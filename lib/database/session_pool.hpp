@@ -51,8 +51,7 @@ public:
         slot* slot_;
     };
 
-    session_pool(opener open, std::size_t size, std::chrono::milliseconds acquire_timeout,
-                 transaction_options options);
+    session_pool(opener open, std::size_t size, std::chrono::milliseconds acquire_timeout, transaction_options options);
 
     // Waits for a free slot; store_error(timeout) when none frees within the acquire timeout.
     [[nodiscard]] lease borrow();

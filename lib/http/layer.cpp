@@ -112,17 +112,14 @@ admission idempotency_layer::admit(const request& req, const resolved_options& l
 
 response idempotency_layer::answer(execution<response>&& e) const {
     switch (e.status()) {
-        case execution_status::executed:
-            return std::move(e).value();
+        case execution_status::executed: return std::move(e).value();
         case execution_status::replayed: {
             response r = std::move(e).value();
             r.set_header("Idempotent-Replayed", "true");
             return r;
         }
-        case execution_status::in_flight:
-            return with_retry_after(problem(codes::in_flight), options_.retry_after);
-        case execution_status::key_reused:
-            return problem(codes::key_reused);
+        case execution_status::in_flight: return with_retry_after(problem(codes::in_flight), options_.retry_after);
+        case execution_status::key_reused: return problem(codes::key_reused);
     }
     return problem(codes::key_reused);
 }

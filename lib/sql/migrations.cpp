@@ -43,10 +43,9 @@ std::vector<std::string> apply_migrations(transaction_runner& runner, std::span<
 
         const int known = migrations.empty() ? 0 : migrations.back().version;
         if (!applied.empty() && *applied.rbegin() > known)
-            throw store_error(store_failure::schema, "idem: the database schema (version " +
-                                                         std::to_string(*applied.rbegin()) +
-                                                         ") is newer than this library (version " +
-                                                         std::to_string(known) + ")");
+            throw store_error(store_failure::schema,
+                              "idem: the database schema (version " + std::to_string(*applied.rbegin()) +
+                                  ") is newer than this library (version " + std::to_string(known) + ")");
 
         std::vector<std::string> done;
         for (const auto& m : migrations) {

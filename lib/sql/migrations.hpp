@@ -29,7 +29,7 @@ using script_executor = std::function<void(transaction& tx, std::string_view sql
 // transaction-level advisory lock first. A database whose schema is newer than
 // `migrations` gives store_error(schema).
 [[nodiscard]] IDEM_API std::vector<std::string> apply_migrations(transaction_runner& runner,
-                                                        std::span<const embedded_migration> migrations,
-                                                        const script_executor& execute_script);
+                                                                 std::span<const embedded_migration> migrations,
+                                                                 const script_executor& execute_script);
 
 }  // namespace idem::detail

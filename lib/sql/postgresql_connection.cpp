@@ -109,8 +109,12 @@ const postgresql_dialect the_dialect;
 
 }  // namespace
 
-const sql_dialect& pg::dialect() noexcept { return the_dialect; }
+const sql_dialect& pg::dialect() noexcept {
+    return the_dialect;
+}
 
-void pg::install_dialect() noexcept { register_dialect(the_dialect); }
+void pg::install_dialect() noexcept {
+    register_dialect(the_dialect);
+}
 
 }  // namespace idem::detail

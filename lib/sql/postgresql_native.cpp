@@ -61,7 +61,9 @@ PGconn* native_handle(soci::session& session) {
     return static_cast<soci::postgresql_session_backend*>(session.get_backend())->conn_;
 }
 
-bool broken(const PGconn* conn) noexcept { return conn == nullptr || PQstatus(conn) == CONNECTION_BAD; }
+bool broken(const PGconn* conn) noexcept {
+    return conn == nullptr || PQstatus(conn) == CONNECTION_BAD;
+}
 
 bool still_usable(PGconn* conn) noexcept {
     // A server that shuts down sends a FATAL message, then closes the socket:
@@ -77,7 +79,8 @@ bool still_usable(PGconn* conn) noexcept {
 }
 
 void silence_notices(PGconn* conn) noexcept {
-    PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        conn, [](void*, const char*) {}, nullptr);
 }
 
 store_failure classify(std::string_view sqlstate) noexcept {
@@ -236,7 +239,9 @@ pipeline::pipeline(PGconn* conn) : conn_(conn) {
     active_ = true;
 }
 
-pipeline::~pipeline() { leave(); }
+pipeline::~pipeline() {
+    leave();
+}
 
 pipeline::item& pipeline::add(std::string_view what) {
     if (count_ == capacity) throw std::logic_error("idem: too many statements in one pipeline");
@@ -297,8 +302,9 @@ void pipeline::run() {
         // Each statement's results end with a null; anything else here is a protocol surprise.
         if (PGresult* extra = PQgetResult(conn_)) {
             PQclear(extra);
-            if (!failure) failure = store_error(store_failure::other, "idem: " + std::string(i.what) +
-                                                                          " failed: unexpected extra result");
+            if (!failure)
+                failure = store_error(store_failure::other,
+                                      "idem: " + std::string(i.what) + " failed: unexpected extra result");
         }
     }
     if (!broken(conn_)) {

@@ -28,7 +28,7 @@ void register_dialect(const sql_dialect& dialect) noexcept {
     for (auto& slot : registered) {
         const sql_dialect* current = nullptr;
         if (slot.compare_exchange_strong(current, &dialect)) return;  // a free slot
-        if (current->soci_backend() == dialect.soci_backend()) {     // a replacement
+        if (current->soci_backend() == dialect.soci_backend()) {      // a replacement
             slot.store(&dialect);
             return;
         }

@@ -82,8 +82,12 @@ const sqlite_dialect the_dialect;
 
 }  // namespace
 
-const sql_dialect& sqlite::dialect() noexcept { return the_dialect; }
+const sql_dialect& sqlite::dialect() noexcept {
+    return the_dialect;
+}
 
-void sqlite::install_dialect() noexcept { register_dialect(the_dialect); }
+void sqlite::install_dialect() noexcept {
+    register_dialect(the_dialect);
+}
 
 }  // namespace idem::detail

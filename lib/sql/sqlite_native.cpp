@@ -5,7 +5,6 @@
 #include <stdexcept>
 #include <string>
 
-
 namespace idem::detail::sqlite {
 
 database* native_handle(soci::session& session) {
@@ -55,7 +54,9 @@ statement::statement(database* db, std::string_view sql, std::string_view what) 
     }
 }
 
-statement::~statement() { sqlite_api::sqlite3_finalize(stmt_); }
+statement::~statement() {
+    sqlite_api::sqlite3_finalize(stmt_);
+}
 
 namespace {
 // Bindings are kept by pointer (SQLITE_STATIC): the caller's buffers outlive the step.
@@ -68,9 +69,9 @@ void statement::bind(int index, std::span<const std::byte> blob) {
 
 void statement::bind_blob(int index, std::string_view bytes) {
     // A null pointer would bind NULL; an empty payload must stay an empty blob.
-    const int rc = bytes.empty() ? sqlite_api::sqlite3_bind_zeroblob(stmt_, index, 0)
-                                 : sqlite_api::sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(),
-                                                                   keep_pointer);
+    const int rc = bytes.empty()
+                       ? sqlite_api::sqlite3_bind_zeroblob(stmt_, index, 0)
+                       : sqlite_api::sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), keep_pointer);
     if (rc != SQLITE_OK) throw error(rc, what_);
 }
 
@@ -97,7 +98,9 @@ void statement::reset() noexcept {
     sqlite_api::sqlite3_clear_bindings(stmt_);
 }
 
-int statement::column_type(int index) const noexcept { return sqlite_api::sqlite3_column_type(stmt_, index); }
+int statement::column_type(int index) const noexcept {
+    return sqlite_api::sqlite3_column_type(stmt_, index);
+}
 
 std::optional<std::int64_t> statement::column_int(int index) const noexcept {
     if (column_type(index) != SQLITE_INTEGER) return std::nullopt;

@@ -79,7 +79,8 @@ public:
 
     void commit() {
         if (state_ == transaction_state::in_doubt) {
-            const transaction_error refused("idem: a savepoint could not be rolled back, so the transaction is in doubt");
+            const transaction_error refused(
+                "idem: a savepoint could not be rolled back, so the transaction is in doubt");
             rollback(nullptr);
             throw refused;
         }
@@ -230,7 +231,9 @@ private:
     friend class transaction_runner;
 };
 
-std::span<transaction* const> detail::open_transactions() noexcept { return open_on_this_thread; }
+std::span<transaction* const> detail::open_transactions() noexcept {
+    return open_on_this_thread;
+}
 
 std::uint64_t detail::new_connection_cache_owner() noexcept {
     static std::atomic<std::uint64_t> counter{0};
@@ -242,8 +245,12 @@ transaction_runner::transaction_runner(soci::session& session, transaction_optio
 
 transaction_runner::~transaction_runner() = default;
 
-soci::session& transaction_runner::session() const noexcept { return impl_->session_; }
-bool transaction_runner::in_transaction() const noexcept { return impl_->open(); }
+soci::session& transaction_runner::session() const noexcept {
+    return impl_->session_;
+}
+bool transaction_runner::in_transaction() const noexcept {
+    return impl_->open();
+}
 
 std::optional<transaction_state> transaction_runner::last_state() const noexcept {
     if (!impl_->ran()) return std::nullopt;

@@ -2,8 +2,8 @@
 
 #include <array>
 #include <cstring>
-#include <stdexcept>
 #include <mutex>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -29,7 +29,9 @@ std::uint32_t hash_of(const digest& d) noexcept {
     return h;
 }
 
-bool same(const digest& a, const digest& b) noexcept { return std::memcmp(a.data(), b.data(), a.size()) == 0; }
+bool same(const digest& a, const digest& b) noexcept {
+    return std::memcmp(a.data(), b.data(), a.size()) == 0;
+}
 
 }  // namespace
 

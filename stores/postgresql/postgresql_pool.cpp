@@ -9,8 +9,9 @@ namespace {
 // ran it: only client_encoding, which the pooler tracks per client, is set.
 std::string session_settings(const postgresql_store_options& options) {
     if (options.transaction_pooler) return "SET client_encoding = 'UTF8'";
-    std::string sql = "SET default_transaction_isolation = 'read committed'; SET client_encoding = 'UTF8';"
-                      " SET client_min_messages = warning";
+    std::string sql =
+        "SET default_transaction_isolation = 'read committed'; SET client_encoding = 'UTF8';"
+        " SET client_min_messages = warning";
     if (options.lock_timeout.count() > 0) sql += "; SET lock_timeout = " + std::to_string(options.lock_timeout.count());
     if (options.statement_timeout.count() > 0)
         sql += "; SET statement_timeout = " + std::to_string(options.statement_timeout.count());
@@ -33,12 +34,11 @@ pooled_connection::pooled_connection(const postgresql_store_options& options) {
 
 std::unique_ptr<connection_pool> make_pool(const postgresql_store_options& options) {
     return std::make_unique<connection_pool>(
-        options.pool_size,
-        connection_pool::policy{
-            .open = [&options] { return std::make_unique<pooled_connection>(options); },
-            .usable = [](pooled_connection& c) { return still_usable(c.statements->conn()); },
-            .reusable = [](pooled_connection& c) { return reusable(c.statements->conn()); },
-        });
+        options.pool_size, connection_pool::policy{
+                               .open = [&options] { return std::make_unique<pooled_connection>(options); },
+                               .usable = [](pooled_connection& c) { return still_usable(c.statements->conn()); },
+                               .reusable = [](pooled_connection& c) { return reusable(c.statements->conn()); },
+                           });
 }
 
 }  // namespace idem::detail::pg

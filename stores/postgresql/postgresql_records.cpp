@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 
-
 namespace idem::detail::pg {
 namespace {
 
@@ -12,7 +11,9 @@ namespace {
 // (its snapshot predates it), so the statements refuse to write there.
 #define IDEM_READ_COMMITTED "current_setting('transaction_isolation') IN ('read committed', 'read uncommitted')"
 
-bool read_committed(std::string_view level) { return level == "read committed" || level == "read uncommitted"; }
+bool read_committed(std::string_view level) {
+    return level == "read committed" || level == "read uncommitted";
+}
 
 // $1 key_hash (the digest's first 16 bytes), $2 namespace (UTF-8 bytes, stored
 // as text in whatever encoding the database has), $3 token, $4 fingerprint, $5 lease.
@@ -308,7 +309,8 @@ void require_read_committed(const result& row, std::string_view what) {
     if (!read_committed(level))
         throw store_error(store_failure::unsupported, "idem: " + std::string(what) +
                                                           " refused: the PostgreSQL store needs READ COMMITTED "
-                                                          "transactions; this one runs at " + std::string(level));
+                                                          "transactions; this one runs at " +
+                                                          std::string(level));
 }
 
 }  // namespace
@@ -365,12 +367,13 @@ bool record_statements::serves(const PGconn* conn) const noexcept {
     return conn == conn_ && PQbackendPID(conn) == backend_pid_;
 }
 
-bool record_statements::reserved_in(std::uint64_t serial, const record_key& key, std::string_view token) const noexcept {
+bool record_statements::reserved_in(std::uint64_t serial, const record_key& key,
+                                    std::string_view token) const noexcept {
     return serial != 0 && serial == reserved_serial_ && key.digest() == reserved_digest_ && token == reserved_token_;
 }
 
-reservation record_statements::try_reserve(const record_key& key, std::string_view fingerprint,
-                                           std::string_view token, duration lease) {
+reservation record_statements::try_reserve(const record_key& key, std::string_view fingerprint, std::string_view token,
+                                           duration lease) {
     identity id;
     parameters values;
     id.bind(values, key);
@@ -477,8 +480,7 @@ bool record_statements::complete(const record_key& key, std::string_view token, 
     return run_checked(complete_, values);
 }
 
-std::unique_ptr<deferred_statement> record_statements::complete_at_commit(const record_key& key,
-                                                                          std::string_view token,
+std::unique_ptr<deferred_statement> record_statements::complete_at_commit(const record_key& key, std::string_view token,
                                                                           std::string_view payload,
                                                                           duration retention) {
     return std::make_unique<completion>(shared_from_this(), key, token, payload, retention);
@@ -510,8 +512,8 @@ std::size_t record_statements::count_expired(duration older_than) {
 
 std::size_t record_statements::purge(std::size_t limit, duration older_than) {
     parameters values;
-    values.interval(older_than).int8(
-        static_cast<std::int64_t>(std::min<std::size_t>(limit, std::numeric_limits<std::int64_t>::max())));
+    values.interval(older_than)
+        .int8(static_cast<std::int64_t>(std::min<std::size_t>(limit, std::numeric_limits<std::int64_t>::max())));
     pipeline p(conn_);
     purge_.queue(p, values);
     p.run();

@@ -86,8 +86,8 @@ private:
     PGconn* conn_;
     int backend_pid_;
     std::string prefix_;
-    prepared_statement reserve_, reserve_in_, lookup_, look_up_, insert_, complete_, complete_at_commit_, release_, inspect_,
-        count_expired_, purge_;
+    prepared_statement reserve_, reserve_in_, lookup_, look_up_, insert_, complete_, complete_at_commit_, release_,
+        inspect_, count_expired_, purge_;
     // The last reservation made in a runner's transaction on this connection.
     std::uint64_t reserved_serial_ = 0;
     std::array<std::byte, 32> reserved_digest_{};

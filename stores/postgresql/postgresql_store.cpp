@@ -21,7 +21,8 @@ constexpr std::size_t purge_step = 1000;
 
 postgresql_store_options checked(postgresql_store_options options) {
     if (options.pool_size == 0) throw std::invalid_argument("idem: postgresql_store pool_size must be positive");
-    if (options.lock_timeout.count() < 0) throw std::invalid_argument("idem: postgresql_store lock_timeout is negative");
+    if (options.lock_timeout.count() < 0)
+        throw std::invalid_argument("idem: postgresql_store lock_timeout is negative");
     if (options.statement_timeout.count() < 0)
         throw std::invalid_argument("idem: postgresql_store statement_timeout is negative");
     return options;
@@ -109,16 +110,14 @@ std::size_t postgresql_store::purge_batch(std::size_t limit, duration older_than
 }
 
 reservation postgresql_store::do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
-    return impl_->detached([&](pg::record_statements& s) {
-        return s.try_reserve(key, fingerprint, detail::new_token(), lease);
-    });
+    return impl_->detached(
+        [&](pg::record_statements& s) { return s.try_reserve(key, fingerprint, detail::new_token(), lease); });
 }
 
 bool postgresql_store::do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
                                    std::string_view payload, duration retention) {
-    return impl_->detached([&](pg::record_statements& s) {
-        return s.complete(key, token, fingerprint, payload, retention);
-    });
+    return impl_->detached(
+        [&](pg::record_statements& s) { return s.complete(key, token, fingerprint, payload, retention); });
 }
 
 bool postgresql_store::do_release(const record_key& key, std::string_view token) {

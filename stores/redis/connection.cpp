@@ -90,7 +90,9 @@ std::unique_ptr<connection> connection::open(const redis_options& options) {
     return c;
 }
 
-connection::~connection() { redisFree(context_); }
+connection::~connection() {
+    redisFree(context_);
+}
 
 reply connection::command(std::span<const std::string_view> args) {
     argument_vector argv(args);
@@ -104,9 +106,8 @@ void connection::fail() {
     const int saved_errno = errno;
     broken_ = true;
     const bool timed_out = context_->err == REDIS_ERR_IO && (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK);
-    throw store_error(store_failure::connection_lost,
-                      timed_out ? std::string("no reply within the command timeout")
-                                : std::string("connection lost: ") + context_->errstr);
+    throw store_error(store_failure::connection_lost, timed_out ? std::string("no reply within the command timeout")
+                                                                : std::string("connection lost: ") + context_->errstr);
 }
 
 bool connection::idle_and_open() const noexcept {

@@ -48,8 +48,8 @@ void check_options(const redis_options& o) {
 class milliseconds_arg {
 public:
     explicit milliseconds_arg(duration span) noexcept {
-        const auto end = std::to_chars(text_.data(), text_.data() + text_.size(),
-                                       redis_detail::pexpire_milliseconds(span)).ptr;
+        const auto end =
+            std::to_chars(text_.data(), text_.data() + text_.size(), redis_detail::pexpire_milliseconds(span)).ptr;
         size_ = static_cast<std::size_t>(end - text_.data());
     }
     [[nodiscard]] std::string_view view() const noexcept { return {text_.data(), size_}; }
@@ -117,6 +117,8 @@ bool redis_store::do_release(const record_key& key, std::string_view token) {
     });
 }
 
-std::size_t redis_store::do_purge_expired(std::size_t /*limit*/) { return 0; }
+std::size_t redis_store::do_purge_expired(std::size_t /*limit*/) {
+    return 0;
+}
 
 }  // namespace idem

@@ -22,7 +22,9 @@ constexpr std::string_view count_sql = R"(
 SELECT count(*) FROM idem_records WHERE expires_at <= ?1)";
 
 // Clamped: a row may hold any integer, and nanoseconds end in 2262.
-time_point at(std::int64_t milliseconds) { return detail::saturating_time(std::chrono::milliseconds(milliseconds)); }
+time_point at(std::int64_t milliseconds) {
+    return detail::saturating_time(std::chrono::milliseconds(milliseconds));
+}
 
 }  // namespace
 

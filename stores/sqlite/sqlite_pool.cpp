@@ -10,8 +10,9 @@ pooled_connection::pooled_connection(const std::string& path, const sqlite_conne
 std::unique_ptr<connection_pool> make_pool(const std::string& path, const sqlite_connection_options& options,
                                            std::size_t size) {
     // A connection whose rollback failed is discarded by the store through its lease.
-    return std::make_unique<connection_pool>(
-        size, connection_pool::policy{.open = [path, options] { return std::make_unique<pooled_connection>(path, options); }});
+    return std::make_unique<connection_pool>(size, connection_pool::policy{.open = [path, options] {
+                                                 return std::make_unique<pooled_connection>(path, options);
+                                             }});
 }
 
 }  // namespace idem::detail::sqlite

@@ -79,8 +79,8 @@ record_statements::record_statements(database* db)
       release_(db, release_sql, "releasing a record"),
       purge_(db, purge_sql, "purging expired records") {}
 
-reservation record_statements::try_reserve(const record_key& key, std::string_view fingerprint,
-                                           std::string_view token, record_times t) {
+reservation record_statements::try_reserve(const record_key& key, std::string_view fingerprint, std::string_view token,
+                                           record_times t) {
     {
         statement_use s(reserve_);
         bind_identity(s, key);

@@ -27,11 +27,13 @@ constexpr std::size_t purge_batch_rows = 500;
 sqlite_store_options checked(sqlite_store_options options) {
     if (options.path.empty()) throw std::invalid_argument("idem: sqlite_store needs a database path");
     if (options.path == ":memory:" || options.path.starts_with("file::memory:"))
-        throw std::invalid_argument("idem: sqlite_store needs a database file; each connection would get its own memory");
+        throw std::invalid_argument(
+            "idem: sqlite_store needs a database file; each connection would get its own memory");
     if (options.pool_size == 0) throw std::invalid_argument("idem: sqlite_store pool_size must be positive");
     if (!options.time) throw std::invalid_argument("idem: sqlite_store needs a clock");
     if (options.connection.read_only && options.migrate_on_open)
-        throw std::invalid_argument("idem: a read-only sqlite_store cannot migrate on open (set migrate_on_open = false)");
+        throw std::invalid_argument(
+            "idem: a read-only sqlite_store cannot migrate on open (set migrate_on_open = false)");
     return options;
 }
 
@@ -75,7 +77,9 @@ struct IDEM_LOCAL sqlite_store::impl {
         const auto open = detail::open_transactions();
         for (auto it = open.rbegin(); it != open.rend(); ++it) {
             transaction* tx = *it;
-            if (&tx->internals().dialect() == &sqlite::dialect() && file_of(sqlite::native_handle(tx->session())) == file) return tx;
+            if (&tx->internals().dialect() == &sqlite::dialect() &&
+                file_of(sqlite::native_handle(tx->session())) == file)
+                return tx;
         }
         return nullptr;
     }
@@ -128,7 +132,9 @@ sqlite_store::sqlite_store(sqlite_store_options options) : impl_(std::make_uniqu
 
 sqlite_store::~sqlite_store() = default;
 
-const std::string& sqlite_store::path() const noexcept { return impl_->options.path; }
+const std::string& sqlite_store::path() const noexcept {
+    return impl_->options.path;
+}
 
 std::vector<std::string> sqlite_store::migrate() {
     auto c = impl_->pool->acquire();
@@ -158,9 +164,7 @@ bool sqlite_store::do_complete(const record_key& key, std::string_view token, st
 }
 
 bool sqlite_store::do_release(const record_key& key, std::string_view token) {
-    return impl_->detached([&](sqlite::record_statements& s) {
-        return s.release(key, token, impl_->now());
-    });
+    return impl_->detached([&](sqlite::record_statements& s) { return s.release(key, token, impl_->now()); });
 }
 
 std::optional<record_state> sqlite_store::inspect(std::span<const std::byte> digest, bool with_payload) {

@@ -223,7 +223,9 @@ TEST_CASE("inspect shows times beyond 2262 and before 1677 as such, never as an 
     {
         soci::session s;
         idem::open_sqlite_session(s, w.db);
-        const auto row = [](int n) { return " WHERE key_hash = X'" + idem::test::record_id_hex(key_of("far", n)) + "'"; };
+        const auto row = [](int n) {
+            return " WHERE key_hash = X'" + idem::test::record_id_hex(key_of("far", n)) + "'";
+        };
         s << "UPDATE idem_records SET expires_at = 11000000000000" + row(0);  // 2318
         s << "UPDATE idem_records SET expires_at = -9223372036854775807 - 1, updated_at = -9223372036854775807 - 1" +
                  row(1);
@@ -325,8 +327,10 @@ TEST_CASE("purge, purge --dry-run and inspect on a database without the schema n
         CAPTURE(r.err);
         CHECK(r.exit_code == 1);
         CHECK(r.out.empty());
-        CHECK(r.err == "idem: " + w.db + " has no idem schema, or an older one: create or upgrade it with `idem migrate "
-                                         "--db " + w.db + "`, then run this command again\n");
+        CHECK(r.err == "idem: " + w.db +
+                           " has no idem schema, or an older one: create or upgrade it with `idem migrate "
+                           "--db " +
+                           w.db + "`, then run this command again\n");
     }
     CHECK(w.idem({"migrate", "--db", w.db}).exit_code == 0);
     CHECK(w.idem({"purge", "--db", w.db, "--dry-run"}).out == "would purge 0 rows expired\n");

@@ -101,7 +101,8 @@ struct pg_database {
                 "INSERT INTO idem_records (key_hash, namespace, token, fingerprint, payload, "
                 "completed, created_at, expires_at) "
                 "SELECT substring(sha256(convert_to('" +
-                    prefix + "-' || i, 'UTF8')) FROM 1 FOR 16), 'seed-" + prefix + "', '\\x01', 'fp', 'x', true, clock_timestamp() - interval '" + ago +
+                    prefix + "-' || i, 'UTF8')) FROM 1 FOR 16), 'seed-" + prefix +
+                    "', '\\x01', 'fp', 'x', true, clock_timestamp() - interval '" + ago +
                     "' - interval '1 hour', clock_timestamp() - interval '" + ago +
                     "' "
                     "FROM generate_series(0, " +
@@ -117,8 +118,9 @@ TEST_CASE("postgresql: migrate applies the schema once, then nothing, exit 0 bot
     auto r = w.idem({"migrate", "--db", db.uri});
     CAPTURE(r.err);
     CHECK(r.exit_code == 0);
-    CHECK(r.out == "applied 0001_create_records\napplied 0002_purge_by_insertion_order\napplied 0003_purge_by_expiry\n"
-                  "applied 0004_lean_records\n");
+    CHECK(r.out ==
+          "applied 0001_create_records\napplied 0002_purge_by_insertion_order\napplied 0003_purge_by_expiry\n"
+          "applied 0004_lean_records\n");
     r = w.idem({"migrate", "--db", "postgres" + db.uri.substr(10)});  // postgres:// too
     CHECK(r.exit_code == 0);
     CHECK(r.out == "nothing to apply: the schema is up to date\n");

@@ -129,7 +129,9 @@ void move(idem::unit_of_work& uow, long long amount) {
     uow.sql() << "UPDATE accounts SET balance = balance + :a WHERE id = 'bob'", soci::use(amount);
 }
 
-idem::record_key key_of(const std::string& k) { return {"bank.transfer", idem::scope::tenant("acme"), k}; }
+idem::record_key key_of(const std::string& k) {
+    return {"bank.transfer", idem::scope::tenant("acme"), k};
+}
 
 }  // namespace
 
@@ -149,9 +151,12 @@ TEST_CASE("16 threads x 50 rounds of once on one key per round: one executed per
                         move(uow, 10);
                         return std::string("moved 10");
                     });
-                    if (e.status() == execution_status::executed) ++executed;
-                    else if (e.status() == execution_status::replayed && e.value() == "moved 10") ++replayed;
-                    else ++other;
+                    if (e.status() == execution_status::executed)
+                        ++executed;
+                    else if (e.status() == execution_status::replayed && e.value() == "moved 10")
+                        ++replayed;
+                    else
+                        ++other;
                 }
             });
         for (auto& t : pool) t.join();
@@ -520,8 +525,8 @@ TEST_CASE("SQLite: a unit of work that finds the database locked is run again an
         }
         held.get();
     }
-    idem::database patient = idem::database::open(where.url(), {.attempts = 8, .backoff = 40ms,
-                                                                .sqlite = {.busy_timeout = 50ms}});
+    idem::database patient =
+        idem::database::open(where.url(), {.attempts = 8, .backoff = 40ms, .sqlite = {.busy_timeout = 50ms}});
     auto held = hold_lock(300ms);
     auto e = patient.once(key_of("busy"), "fp", [](idem::unit_of_work& uow) {
         move(uow, 2);
@@ -649,7 +654,8 @@ TEST_CASE("PostgreSQL: the pool reconnects after a server restart") {
     std::vector<std::future<void>> busy;
     std::barrier all_in(4);
     for (int i = 0; i < 4; ++i)
-        busy.push_back(std::async(std::launch::async, [&] { db.read([&](soci::session&) { all_in.arrive_and_wait(); }); }));
+        busy.push_back(
+            std::async(std::launch::async, [&] { db.read([&](soci::session&) { all_in.arrive_and_wait(); }); }));
     for (auto& f : busy) f.get();
     server.restart();
     auto e = db.once(key_of("after-restart"), "fp", [](idem::unit_of_work& uow) {

@@ -29,8 +29,7 @@ void create_bank(const std::string& direct) {
     db.migrate();
     db.transact([](idem::unit_of_work& uow) {
         uow.sql() << "CREATE TABLE accounts (id TEXT PRIMARY KEY, balance BIGINT NOT NULL)";
-        uow.sql() << "INSERT INTO accounts (id, balance) VALUES ('alice', " + std::to_string(opening) +
-                         "), ('bob', 0)";
+        uow.sql() << "INSERT INTO accounts (id, balance) VALUES ('alice', " + std::to_string(opening) + "), ('bob', 0)";
     });
 }
 
@@ -64,9 +63,12 @@ void race(idem::database& db, const std::string& prefix, tally& t) {
                         uow.sql() << "UPDATE accounts SET balance = balance + 10 WHERE id = 'bob'";
                         return std::string("moved 10");
                     });
-                    if (e.status() == execution_status::executed) ++t.executed;
-                    else if (e.status() == execution_status::replayed && e.value() == "moved 10") ++t.replayed;
-                    else ++t.failed;
+                    if (e.status() == execution_status::executed)
+                        ++t.executed;
+                    else if (e.status() == execution_status::replayed && e.value() == "moved 10")
+                        ++t.replayed;
+                    else
+                        ++t.failed;
                 } catch (const std::exception& e) {
                     ++t.failed;
                     if (!t.noted.test_and_set()) t.first_failure = e.what();

@@ -37,8 +37,8 @@ const std::array<std::unique_ptr<idem::http::idempotency_layer>, resolvers * 4>&
             idem::http::layer_options o;
             o.resolver = resolver(i % resolvers);
             o.require_key = (i / resolvers) % 2 == 1;
-            o.unscoped = i / resolvers / 2 == 1 ? idem::http::unscoped_behavior::bypass
-                                                : idem::http::unscoped_behavior::reject;
+            o.unscoped =
+                i / resolvers / 2 == 1 ? idem::http::unscoped_behavior::bypass : idem::http::unscoped_behavior::reject;
             out[i] = std::make_unique<idem::http::idempotency_layer>(store, o);
         }
         return out;
@@ -53,9 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto& layer = *layers()[data[0] % layers().size()];
     // method, target, body, key field lines (\n between), claims (name=value, \n between)
     const auto parts = idem::fuzz::split(idem::fuzz::as_text(data + 1, size - 1));
-    idem::http::request req{.method = idem::fuzz::part(parts, 0),
-                            .target = idem::fuzz::part(parts, 1),
-                            .body = idem::fuzz::part(parts, 2)};
+    idem::http::request req{
+        .method = idem::fuzz::part(parts, 0), .target = idem::fuzz::part(parts, 1), .body = idem::fuzz::part(parts, 2)};
     if (parts.size() > 3) req.key_headers = idem::fuzz::split(parts[3], '\n');
     for (const auto line : idem::fuzz::split(idem::fuzz::part(parts, 4), '\n')) {
         const auto equals = line.find('=');

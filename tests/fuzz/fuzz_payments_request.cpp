@@ -45,11 +45,13 @@ void accepted_or_rejected(Check&& check, std::initializer_list<int> statuses) {
 }
 
 void check_id(const nlohmann::json& body, const char* name) {
-    accepted_or_rejected([&] {
-        const std::string id = payments::id_field(body, name);
-        require(safe_id(id), "an accepted id outside the alphabet");
-        require(body[name] == id, "an accepted id other than the body's");
-    }, {400});
+    accepted_or_rejected(
+        [&] {
+            const std::string id = payments::id_field(body, name);
+            require(safe_id(id), "an accepted id outside the alphabet");
+            require(body[name] == id, "an accepted id other than the body's");
+        },
+        {400});
 }
 
 void check_cents(const nlohmann::json& body, const char* name, long long minimum, long long maximum) {
@@ -104,9 +106,12 @@ void check_authorization(std::string_view header) {
 }
 
 void check_path(const std::string& text) {
-    accepted_or_rejected([&] {
-        require(payments::path_id(text, "account") == text && safe_id(text), "an accepted path id outside the alphabet");
-    }, {404});
+    accepted_or_rejected(
+        [&] {
+            require(payments::path_id(text, "account") == text && safe_id(text),
+                    "an accepted path id outside the alphabet");
+        },
+        {404});
 }
 
 }  // namespace

@@ -43,7 +43,9 @@ headers kept(const headers& all) {
     return out;
 }
 
-bool storable(const response& r) { return r.status >= 100 && r.status <= 999 && kept(r.headers).size() <= 0xFFFF; }
+bool storable(const response& r) {
+    return r.status >= 100 && r.status <= 999 && kept(r.headers).size() <= 0xFFFF;
+}
 
 void check_round_trip(const response& r) {
     if (!storable(r)) {

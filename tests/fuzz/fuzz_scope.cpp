@@ -76,7 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto tenant = first_of(who, {"tenant_id"});
     expect(idem::scopes::user(), who, user ? made([&] { return scope::user(*user); }) : std::nullopt);
     expect(idem::scopes::client(), who, client ? made([&] { return scope::client(*client); }) : std::nullopt);
-    expect(idem::scopes::tenant("tenant_id"), who, tenant ? made([&] { return scope::tenant(*tenant); }) : std::nullopt);
+    expect(idem::scopes::tenant("tenant_id"), who,
+           tenant ? made([&] { return scope::tenant(*tenant); }) : std::nullopt);
     expect(idem::scopes::user_and_tenant("tenant_id"), who,
            user && tenant ? made([&] { return scope::user_and_tenant(*user, *tenant); }) : std::nullopt);
     expect(idem::scopes::global(), who, scope::global());

@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         throw std::logic_error("signature_matches disagrees with the HMAC");
     std::string upper = expected;
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (!idem::webhook::signature_matches(secret, body, expected) || !idem::webhook::signature_matches(secret, body, upper))
+    if (!idem::webhook::signature_matches(secret, body, expected) ||
+        !idem::webhook::signature_matches(secret, body, upper))
         throw std::logic_error("the true signature was refused");
     return 0;
 }

@@ -147,7 +147,8 @@ TEST_CASE("client: transfers through SIGKILLs and restarts of the payments servi
         CHECK(field(stored->body, "amount") == s.amount);
         total += s.amount;
     }
-    MESSAGE(transfers.size(), " transfers through 4 SIGKILLs: ", retried, " retried, ", replayed, " answered by a replay");
+    MESSAGE(transfers.size(), " transfers through 4 SIGKILLs: ", retried, " retried, ", replayed,
+            " answered by a replay");
     auto alice = c.Get("/accounts/alice"), bob = c.Get("/accounts/bob");
     REQUIRE(alice);
     REQUIRE(bob);

@@ -36,34 +36,50 @@ struct service {
             if (req.has_header("X-User")) c.emplace("sub", req.get_header_value("X-User"));
             return c;
         }};
-        server.Post("/transfers", http::idempotent(layer, [this](const httplib::Request& req, httplib::Response& res) {
-            const int n = ++runs;
-            res.status = 201;
-            res.set_header("Location", "/transfers/" + std::to_string(n));
-            res.set_header("Set-Cookie", "session=abc");
-            res.set_header("X-Debug", "run " + std::to_string(n));
-            res.set_content(std::string("{\"run\":") + std::to_string(n) + ",\"body\":\"" + req.body + "\"}\0\xff",
-                            "application/json");
-        }, with_claims));
-        server.Post("/held", http::idempotent(layer, [this](const httplib::Request&, httplib::Response& res) {
-            ++runs;
-            entered.set_value();
-            release.wait();
-            res.set_content("held", "text/plain");
-        }, with_claims));
-        server.Post("/status", http::idempotent(layer, [this](const httplib::Request& req, httplib::Response& res) {
-            ++runs;
-            res.status = std::stoi(req.get_header_value("X-Status"));
-            res.set_content("status run " + std::to_string(runs.load()), "text/plain");
-        }, with_claims));
-        server.Post("/throws", http::idempotent(layer, [this](const httplib::Request&, httplib::Response&) {
-            ++runs;
-            throw std::runtime_error("endpoint failed");
-        }, with_claims));
-        server.Post("/large", http::idempotent(layer, [this](const httplib::Request&, httplib::Response& res) {
-            ++runs;
-            res.set_content(std::string(2 * 1024 * 1024, 'x'), "application/octet-stream");
-        }, with_claims));
+        server.Post("/transfers", http::idempotent(
+                                      layer,
+                                      [this](const httplib::Request& req, httplib::Response& res) {
+                                          const int n = ++runs;
+                                          res.status = 201;
+                                          res.set_header("Location", "/transfers/" + std::to_string(n));
+                                          res.set_header("Set-Cookie", "session=abc");
+                                          res.set_header("X-Debug", "run " + std::to_string(n));
+                                          res.set_content(std::string("{\"run\":") + std::to_string(n) +
+                                                              ",\"body\":\"" + req.body + "\"}\0\xff",
+                                                          "application/json");
+                                      },
+                                      with_claims));
+        server.Post("/held", http::idempotent(
+                                 layer,
+                                 [this](const httplib::Request&, httplib::Response& res) {
+                                     ++runs;
+                                     entered.set_value();
+                                     release.wait();
+                                     res.set_content("held", "text/plain");
+                                 },
+                                 with_claims));
+        server.Post("/status", http::idempotent(
+                                   layer,
+                                   [this](const httplib::Request& req, httplib::Response& res) {
+                                       ++runs;
+                                       res.status = std::stoi(req.get_header_value("X-Status"));
+                                       res.set_content("status run " + std::to_string(runs.load()), "text/plain");
+                                   },
+                                   with_claims));
+        server.Post("/throws", http::idempotent(
+                                   layer,
+                                   [this](const httplib::Request&, httplib::Response&) {
+                                       ++runs;
+                                       throw std::runtime_error("endpoint failed");
+                                   },
+                                   with_claims));
+        server.Post("/large", http::idempotent(
+                                  layer,
+                                  [this](const httplib::Request&, httplib::Response& res) {
+                                      ++runs;
+                                      res.set_content(std::string(2 * 1024 * 1024, 'x'), "application/octet-stream");
+                                  },
+                                  with_claims));
         port = server.bind_to_any_port("127.0.0.1");
         REQUIRE(port > 0);
         thread = std::thread([this] { server.listen_after_bind(); });
@@ -85,7 +101,9 @@ httplib::Headers key(std::string value, std::string user = "alice") {
     return {{"Idempotency-Key", std::move(value)}, {"X-User", std::move(user)}};
 }
 
-http::layer_options user_scoped() { return {.resolver = scopes::user()}; }
+http::layer_options user_scoped() {
+    return {.resolver = scopes::user()};
+}
 
 }  // namespace
 
@@ -145,7 +163,8 @@ TEST_CASE("http: missing, invalid and repeated keys are 400 with their codes") {
     auto invalid = s.post("/transfers", "x", key("has space"));
     CHECK(invalid->status == 400);
     CHECK(invalid->body.find("Idempotency.KeyInvalid") != std::string::npos);
-    auto repeated = s.post("/transfers", "x", {{"Idempotency-Key", "a"}, {"Idempotency-Key", "b"}, {"X-User", "alice"}});
+    auto repeated =
+        s.post("/transfers", "x", {{"Idempotency-Key", "a"}, {"Idempotency-Key", "b"}, {"X-User", "alice"}});
     CHECK(repeated->status == 400);
     CHECK(repeated->body.find("Idempotency.KeyInvalid") != std::string::npos);
     CHECK(s.runs == 0);
@@ -277,9 +296,9 @@ TEST_CASE("http: observe runs every request and records what enforce would do; o
 TEST_CASE("http: GET is not covered by default") {
     service s(user_scoped());
     s.server.Get("/read", http::idempotent(s.layer, [&](const httplib::Request&, httplib::Response& res) {
-        ++s.runs;
-        res.set_content("r", "text/plain");
-    }));
+                     ++s.runs;
+                     res.set_content("r", "text/plain");
+                 }));
     httplib::Client client("127.0.0.1", s.port);
     CHECK(client.Get("/read", key("k"))->status == 200);
     CHECK(client.Get("/read", key("k"))->status == 200);
@@ -288,8 +307,9 @@ TEST_CASE("http: GET is not covered by default") {
 
 TEST_CASE("http: invalid layer options name every invalid field") {
     try {
-        http::idempotency_layer layer(std::make_shared<memory_store>(),
-                                      {.methods = {}, .lease = 20min, .server_error_retention = 0s, .max_stored_body = 0});
+        http::idempotency_layer layer(
+            std::make_shared<memory_store>(),
+            {.methods = {}, .lease = 20min, .server_error_retention = 0s, .max_stored_body = 0});
         FAIL("expected options_error");
     } catch (const options_error& e) {
         const std::string what = e.what();

@@ -180,8 +180,7 @@ TEST_CASE("live options: 8 threads of HTTP while the mode flips 50 times; each a
                     CHECK(r.status == 422);
                     CHECK(r.body == "other");
                     break;
-                default:
-                    FAIL("an unexpected decision in enforce: ", to_string(decided.front().second));
+                default: FAIL("an unexpected decision in enforce: ", to_string(decided.front().second));
             }
         }
     }

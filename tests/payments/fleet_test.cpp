@@ -177,9 +177,9 @@ void run_fleet(const std::string& direct, const std::string& service_db, bool po
         expected[static_cast<std::size_t>(t.from)] -= t.amount;
         expected[static_cast<std::size_t>(t.to)] += t.amount;
     }
-    MESSAGE(transfers, " transfers over ", instances, " instances", std::string(pooler ? " through PgBouncer" : " directly"), ": ",
-            attempts.load(), " requests, ", kills.load(), " SIGKILLs and restarts, ", replays.load(),
-            " cross-instance replays");
+    MESSAGE(transfers, " transfers over ", instances, " instances",
+            std::string(pooler ? " through PgBouncer" : " directly"), ": ", attempts.load(), " requests, ",
+            kills.load(), " SIGKILLs and restarts, ", replays.load(), " cross-instance replays");
     CHECK(unfinished == 0);
     CHECK(mismatched == 0);
     CHECK(kills >= 2);

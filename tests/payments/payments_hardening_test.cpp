@@ -87,11 +87,12 @@ TEST_CASE("payments: money is bounded integer cents, checked before any write") 
     CHECK(svc.balance(giver) == 500);
 
     // Out-of-range and non-integer amounts: refused, nothing stored.
-    for (const std::string amount : {"9223372036854775807", "9223372036854775808", "1e20", "1.5", "\"5\"", "-5", "0",
-                                     "1000000000001"}) {
+    for (const std::string amount :
+         {"9223372036854775807", "9223372036854775808", "1e20", "1.5", "\"5\"", "-5", "0", "1000000000001"}) {
         CAPTURE(amount);
-        auto bad = svc.post("/transfers", "{\"from\":\"" + giver + "\",\"to\":\"" + empty + "\",\"amount\":" + amount + "}",
-                            {{"Idempotency-Key", unique("k-")}});
+        auto bad =
+            svc.post("/transfers", "{\"from\":\"" + giver + "\",\"to\":\"" + empty + "\",\"amount\":" + amount + "}",
+                     {{"Idempotency-Key", unique("k-")}});
         REQUIRE(bad);
         CHECK((bad->status == 400 || bad->status == 422));
         CHECK(bad->get_header_value("Content-Type") == "application/problem+json");
@@ -121,26 +122,28 @@ TEST_CASE("payments: NUL in any field or header is refused, and nothing is store
         REQUIRE(r);
         CHECK(r->status == 400);
     }
-    auto opened = svc.post("/accounts", "{\"id\":\"" + a + "\\u0000\",\"balance\":5}", {{"Idempotency-Key", unique("k-")}});
+    auto opened =
+        svc.post("/accounts", "{\"id\":\"" + a + "\\u0000\",\"balance\":5}", {{"Idempotency-Key", unique("k-")}});
     REQUIRE(opened);
     CHECK(opened->status == 400);
 
     // Headers, sent as raw bytes (a client library would cut the value at the NUL): the
     // server keeps a NUL in a value; the service refuses the request before it runs.
     const std::string body = svc.transfer_body(a, b, 10);
-    for (const std::string& headers : {"Idempotency-Key: k" + nul + "one\r\nAuthorization: Bearer test-client\r\n",
-                                       "Idempotency-Key: " + unique("k-") + "\r\nAuthorization: Bearer test" + nul +
-                                           "x\r\n"}) {
-        const std::string request = "POST /transfers HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
-                                    headers + "Content-Type: application/json\r\nContent-Length: " +
-                                    std::to_string(body.size()) + "\r\n\r\n" + body;
+    for (const std::string& headers :
+         {"Idempotency-Key: k" + nul + "one\r\nAuthorization: Bearer test-client\r\n",
+          "Idempotency-Key: " + unique("k-") + "\r\nAuthorization: Bearer test" + nul + "x\r\n"}) {
+        const std::string request = "POST /transfers HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers +
+                                    "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                                    "\r\n\r\n" + body;
         CHECK(raw_status(svc.port, request) == 400);
     }
 
     // A signed webhook whose account holds NUL: refused, not credited to a prefix of it.
     const std::string event = "{\"id\":\"" + unique("evt-") + "\",\"account\":\"" + b + "\\u0000x\",\"amount\":700}";
-    auto hook = svc.client().Post("/webhooks/provider", {{"X-Signature", idem::webhook::hmac_sha256_hex(svc.secret, event)}},
-                                  event, "application/json");
+    auto hook =
+        svc.client().Post("/webhooks/provider", {{"X-Signature", idem::webhook::hmac_sha256_hex(svc.secret, event)}},
+                          event, "application/json");
     REQUIRE(hook);
     CHECK(hook->status == 400);
     CHECK(svc.balance(a) == 1000);
@@ -174,7 +177,8 @@ TEST_CASE("payments: crossing transfers and an overdraw race answer 201 or 422, 
         for (int i = 0; i < clients; ++i)
             threads.emplace_back([&] {
                 start.arrive_and_wait();
-                overdraw.add(svc.post("/transfers", svc.transfer_body(poor, sink, 100), {{"Idempotency-Key", unique("od-")}}));
+                overdraw.add(
+                    svc.post("/transfers", svc.transfer_body(poor, sink, 100), {{"Idempotency-Key", unique("od-")}}));
             });
     }
     for (const auto& [status, n] : crossing.statuses)
@@ -275,10 +279,12 @@ TEST_CASE("payments (PostgreSQL): SIGKILL while COMMIT runs on the server: the r
     pg_connection admin(db);
     // COMMIT of a transfer of 7777 cents runs this deferred trigger: it waits, so the
     // service can be killed while the server commits.
-    admin.value("CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                "IF NEW.amount = 7777 THEN PERFORM pg_sleep(1); END IF; RETURN NULL; END $$");
-    admin.value("CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON transfers DEFERRABLE INITIALLY DEFERRED "
-                "FOR EACH ROW EXECUTE FUNCTION slow_commit()");
+    admin.value(
+        "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "IF NEW.amount = 7777 THEN PERFORM pg_sleep(1); END IF; RETURN NULL; END $$");
+    admin.value(
+        "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON transfers DEFERRABLE INITIALLY DEFERRED "
+        "FOR EACH ROW EXECUTE FUNCTION slow_commit()");
     const std::string body = healthy.transfer_body(from, to, 7777);
     for (int kill = 0; kill < 5; ++kill) {
         CAPTURE(kill);
@@ -324,7 +330,8 @@ TEST_CASE("payments (PostgreSQL): service resumes within 5 s of a server restart
     std::atomic<int> done{0}, server_errors{0};
     const auto back_at = std::make_shared<std::atomic<long long>>(0);
     auto now_ms = [] {
-        return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now().time_since_epoch())
             .count();
     };
     std::vector<std::jthread> clients;
@@ -338,7 +345,9 @@ TEST_CASE("payments (PostgreSQL): service resumes within 5 s of a server restart
                     auto r = svc.post("/transfers", svc.transfer_body(from, to, 1), {{"Idempotency-Key", key}});
                     if (r && r->status == 201) break;
                     // 503: rolled back, retry now; 409: still held; 500: a COMMIT whose answer was lost.
-                    if (r) CHECK_MESSAGE((r->status == 503 || r->status == 409 || r->status == 500), r->status << " " << r->body);
+                    if (r)
+                        CHECK_MESSAGE((r->status == 503 || r->status == 409 || r->status == 500),
+                                      r->status << " " << r->body);
                     if (r && r->status == 500) ++server_errors;
                     REQUIRE(std::chrono::steady_clock::now() < give_up);
                     std::this_thread::sleep_for(50ms);

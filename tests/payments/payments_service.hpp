@@ -11,8 +11,8 @@
 
 #include <httplib.h>
 
-#include <csignal>
 #include <sys/wait.h>
+#include <csignal>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -28,9 +28,9 @@ namespace idem::test {
 
 struct service_config {
     int processing_delay_ms = 0;
-    std::string db = {};                   // empty: a new SQLite file, or the shared PostgreSQL database
-    std::vector<std::string> extra = {};   // more flags
-    std::string crash_at = {};             // the step IDEM_PAYMENTS_CRASH_AT names for this process
+    std::string db = {};                  // empty: a new SQLite file, or the shared PostgreSQL database
+    std::vector<std::string> extra = {};  // more flags
+    std::string crash_at = {};            // the step IDEM_PAYMENTS_CRASH_AT names for this process
 };
 
 struct payments_service {
@@ -48,8 +48,17 @@ struct payments_service {
         db = config.db.empty() ? "sqlite:" + (dir.path() / "payments.db").string() : config.db;
 #endif
         spawn_options o;
-        o.argv = {IDEM_PAYMENTS_BINARY, "--db", db, "--port", "0", "--threads", "16", "--webhook-secret", secret,
-                  "--processing-delay", std::to_string(config.processing_delay_ms)};
+        o.argv = {IDEM_PAYMENTS_BINARY,
+                  "--db",
+                  db,
+                  "--port",
+                  "0",
+                  "--threads",
+                  "16",
+                  "--webhook-secret",
+                  secret,
+                  "--processing-delay",
+                  std::to_string(config.processing_delay_ms)};
         o.argv.insert(o.argv.end(), config.extra.begin(), config.extra.end());
         o.pipe_stdout = true;
         // The child inherits the variable; tests start their services one at a time.
@@ -69,7 +78,8 @@ struct payments_service {
         // A process the test killed ended by a signal instead.
         if (process->wait_for_exit(5s)) {
             const int status = process->reap();
-            if (WIFEXITED(status)) CHECK_MESSAGE(WEXITSTATUS(status) == 0, "the service exited with " << WEXITSTATUS(status));
+            if (WIFEXITED(status))
+                CHECK_MESSAGE(WEXITSTATUS(status) == 0, "the service exited with " << WEXITSTATUS(status));
         }
     }
 
@@ -92,8 +102,8 @@ struct payments_service {
     }
     void open(const std::string& account, long long cents) const {
         const std::string opening = cents > 0 ? ",\"balance\":" + std::to_string(cents) : "";
-        auto r = post("/accounts", "{\"id\":\"" + account + "\"" + opening + "}",
-                      {{"Idempotency-Key", "open-" + account}});
+        auto r =
+            post("/accounts", "{\"id\":\"" + account + "\"" + opening + "}", {{"Idempotency-Key", "open-" + account}});
         REQUIRE(r);
         REQUIRE(r->status == 201);
     }

@@ -72,8 +72,9 @@ TEST_CASE("payments: a reused key with another body is 422; insufficient funds i
     svc.open(a, 1000);
     svc.open(b, 0);
     const auto transfer = [&](const std::string& key, long long amount) {
-        return svc.post("/transfers", "{\"from\":\"" + a + "\",\"to\":\"" + b + "\",\"amount\":" +
-                                          std::to_string(amount) + "}", {{"Idempotency-Key", key}});
+        return svc.post("/transfers",
+                        "{\"from\":\"" + a + "\",\"to\":\"" + b + "\",\"amount\":" + std::to_string(amount) + "}",
+                        {{"Idempotency-Key", key}});
     };
     CHECK(transfer("k1", 400)->status == 201);
     CHECK(transfer("k1", 500)->status == 422);
@@ -93,10 +94,12 @@ TEST_CASE("payments: a forged or missing webhook signature is refused and never 
     svc.open(acct, 0);
     const std::string event = "{\"id\":\"evt-" + suffix + "\",\"account\":\"" + acct + "\",\"amount\":700}";
     auto c = svc.client();
-    CHECK(c.Post("/webhooks/provider", {{"X-Signature", std::string(64, '0')}}, event, "application/json")->status == 401);
+    CHECK(c.Post("/webhooks/provider", {{"X-Signature", std::string(64, '0')}}, event, "application/json")->status ==
+          401);
     CHECK(c.Post("/webhooks/provider", {}, event, "application/json")->status == 401);
     CHECK(c.Post("/webhooks/provider", {{"X-Signature", idem::webhook::hmac_sha256_hex("wrong", event)}}, event,
-                 "application/json")->status == 401);
+                 "application/json")
+              ->status == 401);
     CHECK(svc.balance(acct) == 0);
 
     // The real delivery still applies: the forged ones claimed nothing.
@@ -122,7 +125,8 @@ TEST_CASE("payments: a redelivered webhook is applied once, even when deliveries
             threads.emplace_back([&] {
                 start.arrive_and_wait();
                 auto r = svc.client().Post("/webhooks/provider", h, event, "application/json");
-                if (r && r->status == 200) ++(r->get_header_value("Idempotent-Replayed") == "true" ? replayed : applied);
+                if (r && r->status == 200)
+                    ++(r->get_header_value("Idempotent-Replayed") == "true" ? replayed : applied);
             });
         }
     }

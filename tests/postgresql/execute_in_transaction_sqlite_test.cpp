@@ -57,12 +57,13 @@ TEST_CASE("execute_in_transaction on sqlite: executed, replayed, rolled back, li
           execution_status::key_reused);
 
     const idem::record_key other("ledger", "s-2");
-    CHECK_THROWS_AS(idem::execute_in_transaction(exec, runner, other, "fp", {},
-                                                 [&](transaction& tx) -> std::string {
-                                                     (void)write("s-2")(tx);
-                                                     throw declined();
-                                                 },
-                                                 idem::string_codec{}),
+    CHECK_THROWS_AS(idem::execute_in_transaction(
+                        exec, runner, other, "fp", {},
+                        [&](transaction& tx) -> std::string {
+                            (void)write("s-2")(tx);
+                            throw declined();
+                        },
+                        idem::string_codec{}),
                     declined);
     CHECK(runner.last_state() == idem::transaction_state::rolled_back);
     CHECK(idem::execute_in_transaction(exec, runner, other, "fp", {}, write("s-2"), idem::string_codec{},
@@ -99,19 +100,23 @@ TEST_CASE("execute_in_transaction on sqlite: threads racing on each key, one exe
             for (int round = 0; round < rounds; ++round) {
                 start.arrive_and_wait();
                 const idem::record_key key("bank.transfer", "race-" + std::to_string(round));
-                auto e = idem::execute_in_transaction(exec, runner, key, "fp", {},
-                                                      [&](transaction& tx) {
-                                                          ++runs;
-                                                          tx.session() << "UPDATE accounts SET balance = balance - 1 "
-                                                                          "WHERE id = 'alice'";
-                                                          tx.session() << "UPDATE accounts SET balance = balance + 1 "
-                                                                          "WHERE id = 'bob'";
-                                                          return std::string("moved 1");
-                                                      },
-                                                      idem::string_codec{});
-                if (e.status() == execution_status::executed) ++executed;
-                else if (e.status() == execution_status::replayed && e.value() == "moved 1") ++replayed;
-                else ++other;
+                auto e = idem::execute_in_transaction(
+                    exec, runner, key, "fp", {},
+                    [&](transaction& tx) {
+                        ++runs;
+                        tx.session() << "UPDATE accounts SET balance = balance - 1 "
+                                        "WHERE id = 'alice'";
+                        tx.session() << "UPDATE accounts SET balance = balance + 1 "
+                                        "WHERE id = 'bob'";
+                        return std::string("moved 1");
+                    },
+                    idem::string_codec{});
+                if (e.status() == execution_status::executed)
+                    ++executed;
+                else if (e.status() == execution_status::replayed && e.value() == "moved 1")
+                    ++replayed;
+                else
+                    ++other;
             }
         });
     pool.clear();

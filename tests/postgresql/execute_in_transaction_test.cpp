@@ -23,8 +23,8 @@ namespace bank = idem::test::bank;
 using bank::business_failure;
 using idem::execution_status;
 using idem::reservation_status;
-using idem::test::executor_fixture;
 using idem::transaction;
+using idem::test::executor_fixture;
 
 // Counts the round trips a session makes: every message after which libpq
 // waits for the server (a simple Query, or the Sync that ends an extended-protocol batch).
@@ -50,8 +50,8 @@ public:
         char line[4096];
         while (std::fgets(line, sizeof line, trace_) != nullptr) {
             const std::string_view l(line);
-            if (l.starts_with("F\t") && (l.find("\tSync") != std::string_view::npos ||
-                                         l.find("\tQuery\t") != std::string_view::npos))
+            if (l.starts_with("F\t") &&
+                (l.find("\tSync") != std::string_view::npos || l.find("\tQuery\t") != std::string_view::npos))
                 ++n;
         }
         std::rewind(trace_);
@@ -77,8 +77,8 @@ struct path {
         transfer;
 };
 
-const path plain{"runner.run + executor.execute(tx)", [](executor_fixture& f, const std::string& key,
-                                                          idem::execution_options o, const char* fp) {
+const path plain{"runner.run + executor.execute(tx)",
+                 [](executor_fixture& f, const std::string& key, idem::execution_options o, const char* fp) {
                      return f.transfer(key, o, fp);
                  }};
 const path fast{"execute_in_transaction", [](executor_fixture& f, const std::string& key, idem::execution_options o,
@@ -124,12 +124,13 @@ TEST_CASE("execute_in_transaction gives the same results as the plain form") {
 
 TEST_CASE("execute_in_transaction rolls back with the operation and with should_commit") {
     executor_fixture f;
-    CHECK_THROWS_AS(idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("r-1"), bank::fingerprint, {},
-                                                 [&](transaction& tx) -> std::string {
-                                                     bank::move_money(tx.session(), "r-1", 10);
-                                                     throw business_failure();
-                                                 },
-                                                 f.codec),
+    CHECK_THROWS_AS(idem::execute_in_transaction(
+                        f.exec, *f.runner, bank::transfer_key("r-1"), bank::fingerprint, {},
+                        [&](transaction& tx) -> std::string {
+                            bank::move_money(tx.session(), "r-1", 10);
+                            throw business_failure();
+                        },
+                        f.codec),
                     business_failure);
     CHECK(f.runner->last_state() == idem::transaction_state::rolled_back);
     CHECK(f.ledger() == 0);
@@ -151,17 +152,16 @@ TEST_CASE("execute_in_transaction: a completing statement that completes nothing
     // The operation hands the key to another token behind the executor's back:
     // the record can no longer be completed, so nothing may commit.
     try {
-        (void)idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("c-1"), bank::fingerprint,
-                                           {.reserve_first = true},
-                                           [&](transaction& tx) {
-                                               bank::move_money(tx.session(), "c-1", 10);
-                                               tx.session() << "UPDATE idem_records SET token = 'stolen'::bytea"
-                                                               " WHERE key_hash = '\\x" +
-                                                                   idem::test::record_id_hex(bank::transfer_key("c-1")) +
-                                                                   "'";
-                                               return std::string("moved 10");
-                                           },
-                                           f.codec);
+        (void)idem::execute_in_transaction(
+            f.exec, *f.runner, bank::transfer_key("c-1"), bank::fingerprint, {.reserve_first = true},
+            [&](transaction& tx) {
+                bank::move_money(tx.session(), "c-1", 10);
+                tx.session() << "UPDATE idem_records SET token = 'stolen'::bytea"
+                                " WHERE key_hash = '\\x" +
+                                    idem::test::record_id_hex(bank::transfer_key("c-1")) + "'";
+                return std::string("moved 10");
+            },
+            f.codec);
         FAIL("the commit went through");
     } catch (const idem::store_error& e) {
         CHECK(e.native_code() == "22P02");
@@ -219,12 +219,13 @@ TEST_CASE("execute_in_transaction: the held BEGIN goes out before anything else 
 
     // A store that cannot join transactions: the operation's writes still run in the transaction.
     idem::executor memory{std::make_shared<idem::memory_store>()};
-    CHECK_THROWS_AS(idem::execute_in_transaction(memory, *f.runner, bank::transfer_key("h-3"), bank::fingerprint, {},
-                                                 [&](transaction& tx) -> std::string {
-                                                     bank::move_money(tx.session(), "h-3", 10);
-                                                     throw business_failure();
-                                                 },
-                                                 f.codec),
+    CHECK_THROWS_AS(idem::execute_in_transaction(
+                        memory, *f.runner, bank::transfer_key("h-3"), bank::fingerprint, {},
+                        [&](transaction& tx) -> std::string {
+                            bank::move_money(tx.session(), "h-3", 10);
+                            throw business_failure();
+                        },
+                        f.codec),
                     business_failure);
     CHECK(f.ledger() == 2);
 
@@ -246,14 +247,15 @@ TEST_CASE("execute_in_transaction: a duplicate waits for the first commit, then 
     executor_fixture f;
     std::promise<void> started;
     std::jthread first([&] {
-        auto e = idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("w-1"), bank::fingerprint, {},
-                                              [&](transaction& tx) {
-                                                  bank::move_money(tx.session(), "w-1", 10);
-                                                  started.set_value();
-                                                  std::this_thread::sleep_for(300ms);
-                                                  return std::string("moved 10");
-                                              },
-                                              f.codec);
+        auto e = idem::execute_in_transaction(
+            f.exec, *f.runner, bank::transfer_key("w-1"), bank::fingerprint, {},
+            [&](transaction& tx) {
+                bank::move_money(tx.session(), "w-1", 10);
+                started.set_value();
+                std::this_thread::sleep_for(300ms);
+                return std::string("moved 10");
+            },
+            f.codec);
         CHECK(e.status() == execution_status::executed);
     });
     started.get_future().wait();
@@ -273,21 +275,22 @@ TEST_CASE("execute_in_transaction: duplicates on their own connections all run; 
     executor_fixture f;
     constexpr int threads = 5;
     std::vector<std::unique_ptr<executor_fixture::connection>> connections;
-    for (int t = 0; t < threads; ++t) connections.push_back(std::make_unique<executor_fixture::connection>(*f.database));
+    for (int t = 0; t < threads; ++t)
+        connections.push_back(std::make_unique<executor_fixture::connection>(*f.database));
     std::barrier all_inside(threads);  // nobody commits before every duplicate has looked the key up
     std::atomic<int> executed{0}, replayed{0};
     std::vector<std::jthread> pool;
     for (int t = 0; t < threads; ++t)
         pool.emplace_back([&, t] {
-            auto e = idem::execute_in_transaction(f.exec, *connections[t]->runner, bank::transfer_key("d-1"),
-                                                  bank::fingerprint, {},
-                                                  [&](transaction& tx) {
-                                                      ++f.runs;
-                                                      all_inside.arrive_and_wait();
-                                                      bank::move_money(tx.session(), "d-1", 10);
-                                                      return std::string("moved 10");
-                                                  },
-                                                  f.codec);
+            auto e = idem::execute_in_transaction(
+                f.exec, *connections[t]->runner, bank::transfer_key("d-1"), bank::fingerprint, {},
+                [&](transaction& tx) {
+                    ++f.runs;
+                    all_inside.arrive_and_wait();
+                    bank::move_money(tx.session(), "d-1", 10);
+                    return std::string("moved 10");
+                },
+                f.codec);
             if (e.status() == execution_status::executed) ++executed;
             if (e.status() == execution_status::replayed && e.value() == "moved 10") ++replayed;
         });
@@ -305,14 +308,14 @@ TEST_CASE("execute_in_transaction: duplicates on their own connections all run; 
     std::atomic<int> reused{0};
     for (const char* fp : {"one transfer", "another transfer"})
         pool.emplace_back([&, fp] {
-            auto e = idem::execute_in_transaction(f.exec, *connections[fp[0] == 'o' ? 0 : 1]->runner,
-                                                  bank::transfer_key("d-2"), fp, {},
-                                                  [&](transaction& tx) {
-                                                      two_inside.arrive_and_wait();
-                                                      bank::move_money(tx.session(), "d-2", 10);
-                                                      return std::string("moved 10");
-                                                  },
-                                                  f.codec);
+            auto e = idem::execute_in_transaction(
+                f.exec, *connections[fp[0] == 'o' ? 0 : 1]->runner, bank::transfer_key("d-2"), fp, {},
+                [&](transaction& tx) {
+                    two_inside.arrive_and_wait();
+                    bank::move_money(tx.session(), "d-2", 10);
+                    return std::string("moved 10");
+                },
+                f.codec);
             if (e.status() == execution_status::key_reused) ++reused;
         });
     pool.clear();
@@ -322,12 +325,13 @@ TEST_CASE("execute_in_transaction: duplicates on their own connections all run; 
 
 TEST_CASE("execute_in_transaction: a throwing operation leaves nothing, and a kept-in-flight result holds the key") {
     executor_fixture f;
-    CHECK_THROWS_AS(idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("t-1"), bank::fingerprint, {},
-                                                 [&](transaction& tx) -> std::string {
-                                                     bank::move_money(tx.session(), "t-1", 10);
-                                                     throw business_failure();
-                                                 },
-                                                 f.codec),
+    CHECK_THROWS_AS(idem::execute_in_transaction(
+                        f.exec, *f.runner, bank::transfer_key("t-1"), bank::fingerprint, {},
+                        [&](transaction& tx) -> std::string {
+                            bank::move_money(tx.session(), "t-1", 10);
+                            throw business_failure();
+                        },
+                        f.codec),
                     business_failure);
     CHECK(f.runner->last_state() == idem::transaction_state::rolled_back);
     CHECK(f.record("t-1") == reservation_status::reserved);  // no record: the probe could reserve it

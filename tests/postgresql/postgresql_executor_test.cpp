@@ -51,7 +51,9 @@ struct postgresql_bank_database final : bank_database {
 
 }  // namespace
 
-std::unique_ptr<bank_database> fresh_bank_database() { return std::make_unique<postgresql_bank_database>(); }
+std::unique_ptr<bank_database> fresh_bank_database() {
+    return std::make_unique<postgresql_bank_database>();
+}
 
 TEST_CASE("executor on postgresql, lease mode: the database's clock ends the lease a failed operation left") {
     executor_fixture f;
@@ -119,14 +121,15 @@ TEST_CASE("executor on postgresql, observe inside a transaction: the default loc
     std::jthread request_a([&] {
         executor_fixture::connection a(*f.database);
         auto e = a.runner->run([&](transaction& tx) {
-            return f.exec.execute(tx, bank::transfer_key("cycle"), bank::fingerprint, {},
-                                  [&] {
-                                      a_reserved.set_value();
-                                      b_locked.get_future().wait();
-                                      bank::move_money(tx.session(), "cycle-a", 10);  // waits for B's row
-                                      return std::string("a moved 10");
-                                  },
-                                  f.codec);
+            return f.exec.execute(
+                tx, bank::transfer_key("cycle"), bank::fingerprint, {},
+                [&] {
+                    a_reserved.set_value();
+                    b_locked.get_future().wait();
+                    bank::move_money(tx.session(), "cycle-a", 10);  // waits for B's row
+                    return std::string("a moved 10");
+                },
+                f.codec);
         });
         CHECK(e.status() == execution_status::executed);
         CHECK(a.runner->last_state() == idem::transaction_state::committed);
@@ -143,8 +146,9 @@ TEST_CASE("executor on postgresql, observe inside a transaction: the default loc
     const auto waited = std::chrono::steady_clock::now() - started;
     request_a.join();
 
-    MESSAGE("observe's reservation gave up after " << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
-                                                   << " ms (lock_timeout " << bound.count() << " ms)");
+    MESSAGE("observe's reservation gave up after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count() << " ms (lock_timeout "
+            << bound.count() << " ms)");
     CHECK(waited >= bound - 100ms);  // it really waited on A's record
     CHECK(waited < bound + 3s);
     CHECK(b.status() == execution_status::executed);

@@ -10,9 +10,9 @@
 
 #include "bank.hpp"
 #include "migration_race.hpp"
+#include "postgres_server.hpp"
 #include "transfer_race.hpp"
 #include "worker_processes.hpp"
-#include "postgres_server.hpp"
 
 namespace {
 
@@ -84,7 +84,8 @@ TEST_CASE("a client killed with SIGKILL before its commit leaves nothing; the du
     second->signal(SIGKILL);
     CHECK(exit_code(*second) == 128 + SIGKILL);
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (bank::count(f.session, "SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'") > 0 &&
+    while (bank::count(f.session, "SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'") >
+               0 &&
            std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(10ms);
     CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == 1);
@@ -98,8 +99,9 @@ TEST_CASE("migrations started by several processes at once are applied exactly o
     bank_database f;
     idem::test::scratch_database scratch(f.conninfo, "migrate_race");
     const std::string& fresh = scratch.conninfo();
-    idem::test::race_migrations({worker, "migrate", fresh}, 4, {"0001_create_records", "0002_purge_by_insertion_order", "0003_purge_by_expiry",
-                                                                 "0004_lean_records"});
+    idem::test::race_migrations(
+        {worker, "migrate", fresh}, 4,
+        {"0001_create_records", "0002_purge_by_insertion_order", "0003_purge_by_expiry", "0004_lean_records"});
     {
         soci::session session;
         idem::open_postgresql_session(session, fresh);

@@ -3,14 +3,14 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <signal.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <atomic>
-#include <map>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string_view>
 #include <thread>
@@ -46,13 +46,16 @@ void reconnect(soci::session& session) {
 
 // Even threads reserve first (runner.run around the store's calls), odd ones
 // write the record in one statement (execute_in_transaction).
-std::string prefix_of(int thread) { return thread % 2 == 0 ? "r-" : "s-"; }
+std::string prefix_of(int thread) {
+    return thread % 2 == 0 ? "r-" : "s-";
+}
 
 }  // namespace
 
 TEST_CASE("a server restarted during a run: typed errors, then recovery; no crash, no duplicate") {
     idem::test::postgres_server server;
-    auto store = std::make_shared<idem::postgresql_store>(idem::postgresql_store_options{.connection = server.conninfo()});
+    auto store =
+        std::make_shared<idem::postgresql_store>(idem::postgresql_store_options{.connection = server.conninfo()});
     idem::executor exec{store};
     soci::session admin;
     idem::open_postgresql_session(admin, server.conninfo());
@@ -90,13 +93,13 @@ TEST_CASE("a server restarted during a run: typed errors, then recovery; no cras
                         if (t % 2 == 0) {
                             ran = bank::transfer(*store, runner, key, 10) == bank::outcome::executed;
                         } else {
-                            auto e = idem::execute_in_transaction(exec, runner, bank::transfer_key(key),
-                                                                  bank::fingerprint, {},
-                                                                  [&](idem::transaction& tx) {
-                                                                      bank::move_money(tx.session(), key, 10);
-                                                                      return std::string("moved 10");
-                                                                  },
-                                                                  idem::string_codec{});
+                            auto e = idem::execute_in_transaction(
+                                exec, runner, bank::transfer_key(key), bank::fingerprint, {},
+                                [&](idem::transaction& tx) {
+                                    bank::move_money(tx.session(), key, 10);
+                                    return std::string("moved 10");
+                                },
+                                idem::string_codec{});
                             ran = e.status() == idem::execution_status::executed;
                         }
                         if (ran) ++executed;
@@ -141,9 +144,9 @@ TEST_CASE("a server restarted during a run: typed errors, then recovery; no cras
         finished[prefix_of(t)] = std::max(finished[prefix_of(t)], done[static_cast<std::size_t>(t)].load());
     int keys = 0;
     for (const auto& [prefix, n] : finished) keys += n;
-    MESSAGE(keys << " keys, " << executed.load() << " transfers executed; " << lost.load()
-                 << " connection-lost and " << transient.load() << " other transient store errors and "
-                 << business.load() << " errors of the business statements during the restart");
+    MESSAGE(keys << " keys, " << executed.load() << " transfers executed; " << lost.load() << " connection-lost and "
+                 << transient.load() << " other transient store errors and " << business.load()
+                 << " errors of the business statements during the restart");
     CHECK(unexpected == 0);
     CHECK(lost + business + transient > 0);  // the restart did hit the run
     for (auto& n : after_restart) CHECK(n >= 50);
@@ -182,16 +185,17 @@ TEST_CASE("while the server is down every call is a connection_lost store_error;
           }).is_connection_lost());
     CHECK(runner.last_state() != idem::transaction_state::committed);
     CHECK(store_error_of([&] {
-              (void)idem::execute_in_transaction(exec, runner, key, "fp", {},
-                                                 [](idem::transaction&) { return std::string("ran"); },
-                                                 idem::string_codec{});
+              (void)idem::execute_in_transaction(
+                  exec, runner, key, "fp", {}, [](idem::transaction&) { return std::string("ran"); },
+                  idem::string_codec{});
           }).is_connection_lost());
     CHECK(store_error_of([&] {
               soci::session s;
               idem::open_postgresql_session(s, server.conninfo());
           }).is_connection_lost());
-    CHECK(store_error_of([&] { idem::postgresql_store another({.connection = server.conninfo()}); })
-              .is_connection_lost());
+    CHECK(store_error_of([&] {
+              idem::postgresql_store another({.connection = server.conninfo()});
+          }).is_connection_lost());
 
     server.start();
     // The pool noticed its connections closed while idle: the first call already succeeds.
@@ -199,8 +203,9 @@ TEST_CASE("while the server is down every call is a connection_lost store_error;
     CHECK(store->try_reserve(idem::record_key("outage", "before"), "fp", 1h).status == reservation_status::in_flight);
     CHECK(store->complete(idem::record_key("outage", "before"), before.token, "fp", "done", 1h));
     reconnect(session);
-    auto e = idem::execute_in_transaction(exec, runner, idem::record_key("outage", "after"), "fp", {},
-                                          [](idem::transaction&) { return std::string("ran"); }, idem::string_codec{});
+    auto e = idem::execute_in_transaction(
+        exec, runner, idem::record_key("outage", "after"), "fp", {},
+        [](idem::transaction&) { return std::string("ran"); }, idem::string_codec{});
     CHECK(e.status() == idem::execution_status::executed);
 }
 
@@ -237,8 +242,9 @@ int main(int argc, char** argv) {
         for (;;) pause();
     }
     if (idem::test::external_postgres()) {
-        std::puts("skipped: these tests stop and restart a PostgreSQL server of their own, which they cannot do to "
-                  "the server IDEM_TEST_POSTGRES names");
+        std::puts(
+            "skipped: these tests stop and restart a PostgreSQL server of their own, which they cannot do to "
+            "the server IDEM_TEST_POSTGRES names");
         return 77;  // meson's "skipped"
     }
     doctest::Context context(argc, argv);

@@ -8,8 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
-#include <iterator>
 #include <future>
+#include <iterator>
 #include <map>
 #include <span>
 #include <thread>
@@ -20,8 +20,8 @@
 #include "idem/executor.hpp"
 #include "idem/postgresql_store.hpp"
 #include "idem/transaction_runner.hpp"
-#include "postgres_server.hpp"
 #include "key_hex.hpp"
+#include "postgres_server.hpp"
 #include "store_scenarios.hpp"
 
 namespace {
@@ -168,7 +168,9 @@ TEST_CASE("postgresql store: binary payloads and keys with NUL round-trip; rows 
     std::string payload(1 << 20, '\0');
     for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>(i * 131 % 256);
     const idem::record_key with_nul("bank.\xC3\xA9t\xC3\xA9", idem::scope::tenant("T 1"), std::string("a\0b", 3));
-    const idem::record_key with_replacement("bank.\xC3\xA9t\xC3\xA9", idem::scope::tenant("T 1"), "a\xEF\xBF\xBD" "b");
+    const idem::record_key with_replacement("bank.\xC3\xA9t\xC3\xA9", idem::scope::tenant("T 1"),
+                                            "a\xEF\xBF\xBD"
+                                            "b");
     f.runner->run([&](transaction& tx) {
         auto r = f.store.try_reserve(tx, with_nul, std::string("fp\0\xff", 4), 1min);
         REQUIRE(r.status == reservation_status::reserved);
@@ -193,10 +195,12 @@ TEST_CASE("postgresql store: binary payloads and keys with NUL round-trip; rows 
     CHECK_THROWS_AS((void)f.store.inspect(whole.first(17), false), std::invalid_argument);
     CHECK(state->expires_at - state->created_at > 59min);
     CHECK(state->expires_at - state->created_at <= 1h);
-    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_records WHERE namespace = 'bank.\xC3\xA9t\xC3\xA9'"
-                                 " AND octet_length(key_hash) = 16") == 2);
-    CHECK(bank::count(f.session, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'idem_records'"
-                                 " AND column_name IN ('scope', 'key')") == 0);
+    CHECK(bank::count(f.session,
+                      "SELECT count(*) FROM idem_records WHERE namespace = 'bank.\xC3\xA9t\xC3\xA9'"
+                      " AND octet_length(key_hash) = 16") == 2);
+    CHECK(bank::count(f.session,
+                      "SELECT count(*) FROM information_schema.columns WHERE table_name = 'idem_records'"
+                      " AND column_name IN ('scope', 'key')") == 0);
 }
 
 TEST_CASE("postgresql store: store_admin inspects, counts and purges expired rows only") {
@@ -252,11 +256,12 @@ TEST_CASE("postgresql store: rows past 2262, 'infinity' and '-infinity' are read
     fixture f;
     const std::map<std::string, std::string> times = {
         {"future", "'2300-01-01 00:00:00+00'"}, {"infinity", "'infinity'"}, {"-infinity", "'-infinity'"}};
-    idem::test::times_beyond_time_point_are_clamped(f.under_test(), f.store, [&](const std::string& key,
-                                                                                   const std::string& which) {
-        f.session << "UPDATE idem_records SET expires_at = " + times.at(which) + ", created_at = " + times.at(which) +
-                         " WHERE key_hash = '\\x" + idem::test::record_id_hex(idem::record_key("far", key)) + "'";
-    });
+    idem::test::times_beyond_time_point_are_clamped(
+        f.under_test(), f.store, [&](const std::string& key, const std::string& which) {
+            f.session << "UPDATE idem_records SET expires_at = " + times.at(which) +
+                             ", created_at = " + times.at(which) + " WHERE key_hash = '\\x" +
+                             idem::test::record_id_hex(idem::record_key("far", key)) + "'";
+        });
 }
 
 TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing schema is a schema error") {
@@ -295,7 +300,9 @@ std::string file_text(const std::string& path) {
 }
 
 // The whole digest: the first schema's primary key.
-std::string bytea_of(const idem::record_key& key) { return "'\\x" + idem::test::digest_hex(key) + "'::bytea"; }
+std::string bytea_of(const idem::record_key& key) {
+    return "'\\x" + idem::test::digest_hex(key) + "'::bytea";
+}
 
 }  // namespace
 
@@ -310,24 +317,31 @@ TEST_CASE("postgresql store: a table of the first schema, with rows in it, moves
          " applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)";
     s << "INSERT INTO idem_schema_versions (version, name) VALUES (1, '0001_create_records')";
     const idem::record_key done("m", "done"), running("m", "running"), gone("m", "gone");
-    const std::string columns = "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, "
-                                "payload, completed, created_at, expires_at) VALUES (";
-    s << columns + bytea_of(done) + ", 'm', 'global', 'done', 'tok-d', 'fp', 'paid', true, now(), now() + interval '1 hour')";
-    s << columns + bytea_of(running) + ", 'm', 'global', 'running', 'tok-r', 'fp', NULL, false, now(), now() + interval '10 minutes')";
-    s << columns + bytea_of(gone) + ", 'm', 'global', 'gone', 'tok-g', 'fp', 'old', true, now() - interval '2 hours', now() - interval '1 hour')";
+    const std::string columns =
+        "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, "
+        "payload, completed, created_at, expires_at) VALUES (";
+    s << columns + bytea_of(done) +
+             ", 'm', 'global', 'done', 'tok-d', 'fp', 'paid', true, now(), now() + interval '1 hour')";
+    s << columns + bytea_of(running) +
+             ", 'm', 'global', 'running', 'tok-r', 'fp', NULL, false, now(), now() + interval '10 minutes')";
+    s << columns + bytea_of(gone) +
+             ", 'm', 'global', 'gone', 'tok-g', 'fp', 'old', true, now() - interval '2 hours', now() - interval '1 "
+             "hour')";
 
     idem::postgresql_store store{{.connection = scratch.conninfo()}};  // migrates on open
     CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 4);
     // Keyed by the digest's first 16 bytes, without the key and scope text.
-    CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE key_hash = '\\x" +
-                             idem::test::record_id_hex(done) + "'") == 1);
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE key_hash = '\\x" + idem::test::record_id_hex(done) +
+                             "'") == 1);
     CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE octet_length(key_hash) <> 16") == 0);
-    CHECK(bank::count(s, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'idem_records'"
-                         " AND column_name IN ('scope', 'key')") == 0);
+    CHECK(bank::count(s,
+                      "SELECT count(*) FROM information_schema.columns WHERE table_name = 'idem_records'"
+                      " AND column_name IN ('scope', 'key')") == 0);
     CHECK(bank::count(s, "SELECT count(*) FROM pg_indexes WHERE indexname = 'idem_records_inserted_at'") == 0);
     CHECK(bank::count(s, "SELECT count(*) FROM pg_indexes WHERE indexname = 'idem_records_expires_at'") == 1);
-    CHECK(bank::count(s, "SELECT count(*) FROM pg_class WHERE relname = 'idem_records'"
-                         " AND 'fillfactor=90' = ANY (reloptions)") == 1);
+    CHECK(bank::count(s,
+                      "SELECT count(*) FROM pg_class WHERE relname = 'idem_records'"
+                      " AND 'fillfactor=90' = ANY (reloptions)") == 1);
 
     // The rows mean what they meant.
     const auto replay = store.try_reserve(done, "fp", 1min);
@@ -373,15 +387,13 @@ TEST_CASE("postgresql store: bad settings and unreachable servers are typed erro
     CHECK_THROWS_AS(idem::postgresql_store({.connection = conninfo, .lock_timeout = -1ms}), std::invalid_argument);
 
     // Nothing listens there: connection_lost (transient).
-    const auto down = store_error_of([] {
-        idem::postgresql_store store({.connection = "host=127.0.0.1 port=1 connect_timeout=2 dbname=x"});
-    });
+    const auto down = store_error_of(
+        [] { idem::postgresql_store store({.connection = "host=127.0.0.1 port=1 connect_timeout=2 dbname=x"}); });
     CHECK(down.is_connection_lost());
     CHECK(down.is_transient());
     // The server answers but refuses the database: not transient.
-    const auto refused = store_error_of([&] {
-        idem::postgresql_store store({.connection = conninfo + " dbname=no_such_database"});
-    });
+    const auto refused =
+        store_error_of([&] { idem::postgresql_store store({.connection = conninfo + " dbname=no_such_database"}); });
     CHECK(refused.failure() == store_failure::other);
     CHECK_FALSE(refused.is_transient());
     CHECK(std::string(refused.what()).find("no_such_database") != std::string::npos);
@@ -434,9 +446,8 @@ TEST_CASE("postgresql store: lock and statement timeouts, deadlocks: typed, tran
     });
     holding.get_future().wait();
 
-    const auto locked = store_error_of([&] {
-        (void)impatient.try_reserve(bank::transfer_key("secret-key"), bank::fingerprint, 1min);
-    });
+    const auto locked =
+        store_error_of([&] { (void)impatient.try_reserve(bank::transfer_key("secret-key"), bank::fingerprint, 1min); });
     CHECK(locked.failure() == store_failure::timeout);
     CHECK(locked.native_code() == "55P03");
     CHECK(locked.is_transient());

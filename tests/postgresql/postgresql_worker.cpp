@@ -42,13 +42,13 @@ int transfer(const std::string& conninfo, int threads, int rounds, bool one_stat
         threads, rounds, [&](soci::session& session) { idem::open_postgresql_session(session, conninfo); },
         [&](int thread, idem::transaction_runner& runner, const std::string& key) {
             if (thread % 2 == 0 && !one_statement) return bank::transfer(*store, runner, key, 10);
-            auto e = idem::execute_in_transaction(exec, runner, bank::transfer_key(key), bank::fingerprint,
-                                                  {.reserve_first = !one_statement},
-                                                  [&](idem::transaction& tx) {
-                                                      bank::move_money(tx.session(), key, 10);
-                                                      return std::string("moved 10");
-                                                  },
-                                                  idem::string_codec{});
+            auto e = idem::execute_in_transaction(
+                exec, runner, bank::transfer_key(key), bank::fingerprint, {.reserve_first = !one_statement},
+                [&](idem::transaction& tx) {
+                    bank::move_money(tx.session(), key, 10);
+                    return std::string("moved 10");
+                },
+                idem::string_codec{});
             return outcome_of(e.status());
         });
 }
@@ -59,12 +59,13 @@ int crash(const std::string& conninfo, const std::string& key) {
     soci::session session;
     idem::open_postgresql_session(session, conninfo);
     idem::transaction_runner runner{session};
-    (void)idem::execute_in_transaction(exec, runner, bank::transfer_key(key), bank::fingerprint, {},
-                                       [&](idem::transaction& tx) -> std::string {
-                                           bank::move_money(tx.session(), key, 10);
-                                           idem::test::wait_to_be_killed();
-                                       },
-                                       idem::string_codec{});
+    (void)idem::execute_in_transaction(
+        exec, runner, bank::transfer_key(key), bank::fingerprint, {},
+        [&](idem::transaction& tx) -> std::string {
+            bank::move_money(tx.session(), key, 10);
+            idem::test::wait_to_be_killed();
+        },
+        idem::string_codec{});
     return 5;
 }
 

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
     try {
         const std::string conninfo = idem::test::shared_postgres();
         idem::test::spawn_options spawn;
-        for (int i = 1; i < argc; ++i) spawn.argv.emplace_back(std::string(argv[i]) == "@conninfo@" ? conninfo : argv[i]);
+        for (int i = 1; i < argc; ++i)
+            spawn.argv.emplace_back(std::string(argv[i]) == "@conninfo@" ? conninfo : argv[i]);
         idem::test::child_process program(std::move(spawn));
         if (!program.wait_for_exit(std::chrono::minutes(2))) {
             std::cerr << "run_with_postgres: " << argv[1] << " did not finish within 2 minutes\n";

@@ -12,7 +12,9 @@
 namespace idem::test {
 
 // A namespace no other test (or earlier run on a shared server) has used.
-inline std::string fresh_namespace() { return "redis-test." + detail::new_token().substr(0, 12); }
+inline std::string fresh_namespace() {
+    return "redis-test." + detail::new_token().substr(0, 12);
+}
 
 // Options for a store on the server this test process shares.
 inline redis_options shared_redis_options() {

@@ -100,22 +100,14 @@ long long keys_in_slot(const test::redis_endpoint& node, int slot) {
 
 std::string failure_name(store_failure f) {
     switch (f) {
-        case store_failure::connection_lost:
-            return "connection_lost";
-        case store_failure::timeout:
-            return "timeout";
-        case store_failure::conflict:
-            return "conflict";
-        case store_failure::corrupt_record:
-            return "corrupt_record";
-        case store_failure::unsupported:
-            return "unsupported";
-        case store_failure::schema:
-            return "schema";
-        case store_failure::constraint:
-            return "constraint";
-        case store_failure::other:
-            return "other";
+        case store_failure::connection_lost: return "connection_lost";
+        case store_failure::timeout: return "timeout";
+        case store_failure::conflict: return "conflict";
+        case store_failure::corrupt_record: return "corrupt_record";
+        case store_failure::unsupported: return "unsupported";
+        case store_failure::schema: return "schema";
+        case store_failure::constraint: return "constraint";
+        case store_failure::other: return "other";
     }
     return "?";
 }

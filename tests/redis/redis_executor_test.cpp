@@ -20,7 +20,9 @@ namespace {
 
 std::atomic<int> emails_sent{0};
 
-std::string send_email(const std::string& order_id) { return "msg-" + order_id + "-" + std::to_string(++emails_sent); }
+std::string send_email(const std::string& order_id) {
+    return "msg-" + order_id + "-" + std::to_string(++emails_sent);
+}
 
 // readme:begin redis-store
 idem::executor make_executor(const std::string& redis_host, int redis_port) {
@@ -36,7 +38,8 @@ idem::executor make_executor(const std::string& redis_host, int redis_port) {
 
 std::string notify_shipped(idem::executor& exec, const std::string& order_id) {
     const idem::record_key key("shipping.notify", idem::scope::global(), idem::keys::derive("shipped", {order_id}));
-    auto e = exec.execute(key, order_id, {}, [&] { return send_email(order_id); }, idem::string_codec{});
+    auto e = exec.execute(
+        key, order_id, {}, [&] { return send_email(order_id); }, idem::string_codec{});
     if (e.status() == idem::execution_status::in_flight) throw std::runtime_error("sending; retry later");
     return e.value();  // the id of the one email sent, on every retry
 }
@@ -65,11 +68,14 @@ TEST_CASE("redis: 32 threads executing one key through the executor run the oper
             for (int t = 0; t < threads; ++t) {
                 pool.emplace_back([&] {
                     start.arrive_and_wait();
-                    auto e = exec.execute(key, "fp", {}, [&] {
-                        ++runs;
-                        std::this_thread::sleep_for(5ms);
-                        return std::string("once");
-                    }, idem::string_codec{});
+                    auto e = exec.execute(
+                        key, "fp", {},
+                        [&] {
+                            ++runs;
+                            std::this_thread::sleep_for(5ms);
+                            return std::string("once");
+                        },
+                        idem::string_codec{});
                     if (e.status() == idem::execution_status::executed) ++executed;
                     if (e.status() == idem::execution_status::replayed) ++replayed;
                     if (e.status() == idem::execution_status::in_flight) ++in_flight;
@@ -82,8 +88,8 @@ TEST_CASE("redis: 32 threads executing one key through the executor run the oper
         CHECK(replayed + in_flight == threads - 1);
         CHECK(wrong_values == 0);
     }
-    auto replay = exec.execute(idem::record_key(name_space, "order-0"), "fp", {}, [] { return std::string("again"); },
-                               idem::string_codec{});
+    auto replay = exec.execute(
+        idem::record_key(name_space, "order-0"), "fp", {}, [] { return std::string("again"); }, idem::string_codec{});
     CHECK(replay.status() == idem::execution_status::replayed);
     CHECK(replay.value() == "once");
 }

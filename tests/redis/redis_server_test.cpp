@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "child_process.hpp"
-#include "idem/redis_store.hpp"
 #include "helpers.hpp"
+#include "idem/redis_store.hpp"
 #include "redis_server.hpp"
 
 using namespace idem;
@@ -56,10 +56,10 @@ TEST_CASE("redis outage: a reservation survives a restart; calls during the outa
     REQUIRE(store.complete(done, d.token, "fp", "receipt", 1min));
 
     server.stop(test::redis_server::keep_data);
-    for (const auto& e : {caught_store_error([&] { (void)store.try_reserve(other, "fp", 1min); }),
-                          caught_store_error([&] { (void)store.complete(held, r.token, "fp", "x", 1min); }),
-                          caught_store_error([&] { (void)store.release(held, r.token); }),
-                          caught_store_error([&] { store.ping(); })}) {
+    for (const auto& e :
+         {caught_store_error([&] { (void)store.try_reserve(other, "fp", 1min); }),
+          caught_store_error([&] { (void)store.complete(held, r.token, "fp", "x", 1min); }),
+          caught_store_error([&] { (void)store.release(held, r.token); }), caught_store_error([&] { store.ping(); })}) {
         CHECK(e.is_connection_lost());
         CHECK(e.failure() == store_failure::connection_lost);
     }
@@ -151,8 +151,7 @@ TEST_CASE("redis outage: a paused server times out as connection_lost; the store
     options.command_timeout = 200ms;
     redis_store store(options);
     const record_key key(fresh_namespace(), "paused");
-    REQUIRE(store.try_reserve(record_key(key.name_space(), "loads the script"), "fp", 1min).status ==
-            status::reserved);
+    REQUIRE(store.try_reserve(record_key(key.name_space(), "loads the script"), "fp", 1min).status == status::reserved);
 
     server.process().signal(SIGSTOP);
     const auto started = std::chrono::steady_clock::now();
@@ -230,7 +229,7 @@ TEST_CASE("redis: scripts are loaded once and run by SHA; a flushed script cache
         else
             CHECK(store.release(key, r.token));
     }
-    CHECK(calls(raw, "eval") == 2);  // complete and release, each once
+    CHECK(calls(raw, "eval") == 2);      // complete and release, each once
     CHECK(calls(raw, "evalsha") == 20);  // every call by SHA first, the two answered NOSCRIPT included
 
     REQUIRE(raw.text({"SCRIPT", "FLUSH"}) == "OK");
@@ -287,7 +286,8 @@ TEST_CASE("redis: a master demoted to replica answers READONLY: transient, nothi
     CHECK(raw.text({"EXISTS", key.to_storage_key()}) == "0");
     // The store closed that connection, so after a Sentinel failover the next one can reach the new master.
     const auto deadline = std::chrono::steady_clock::now() + 2s;
-    while (clients() != with_store - 1 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    while (clients() != with_store - 1 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(10ms);
     CHECK(clients() == with_store - 1);
 
     REQUIRE(raw.text({"REPLICAOF", "NO", "ONE"}) == "OK");  // promoted, as Sentinel would
@@ -311,7 +311,7 @@ TEST_CASE("test servers run as the unprivileged user; a SIGKILLed test leaves no
     REQUIRE(std::filesystem::is_directory(dir));
     test::redis_client(test::redis_endpoint{"127.0.0.1", port}).text({"PING"});
 
-    struct stat folder{};
+    struct stat folder {};
     REQUIRE(stat(dir.c_str(), &folder) == 0);
     CHECK(folder.st_uid == test::server_user::get().uid);
     std::ifstream status_file("/proc/" + std::to_string(pid) + "/status");
@@ -335,8 +335,9 @@ TEST_CASE("test servers run as the unprivileged user; a SIGKILLed test leaves no
 
 int main(int argc, char** argv) {
     if (idem::test::external_redis()) {
-        std::puts("skipped: these tests stop, pause and reconfigure a redis-server of their own, which they cannot "
-                  "do to the server IDEM_TEST_REDIS names");
+        std::puts(
+            "skipped: these tests stop, pause and reconfigure a redis-server of their own, which they cannot "
+            "do to the server IDEM_TEST_REDIS names");
         return 77;  // meson's "skipped"
     }
     doctest::Context context(argc, argv);

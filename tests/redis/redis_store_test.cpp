@@ -11,8 +11,8 @@
 
 #include "child_process.hpp"
 #include "free_port.hpp"
-#include "idem/redis_store.hpp"
 #include "helpers.hpp"
+#include "idem/redis_store.hpp"
 #include "redis_server.hpp"
 #include "scripts.hpp"
 

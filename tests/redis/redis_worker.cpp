@@ -46,8 +46,8 @@ int race(const std::string& host, int port, const std::string& name_space, int t
                 go.arrive_and_wait();
                 if (stop) return;
                 try {
-                    const auto r = store.try_reserve(idem::record_key(name_space, "race-" + round), "fp",
-                                                     std::chrono::minutes(1));
+                    const auto r =
+                        store.try_reserve(idem::record_key(name_space, "race-" + round), "fp", std::chrono::minutes(1));
                     if (r.status == idem::reservation_status::reserved) ++reserved;
                     if (r.status == idem::reservation_status::in_flight) ++in_flight;
                 } catch (const std::exception& e) {
@@ -93,7 +93,8 @@ int spread(const std::string& host, int port, const std::string& name_space, int
                     try {
                         const auto r = store.try_reserve(idem::record_key(name_space, "spread-" + std::to_string(k)),
                                                          "fp", std::chrono::minutes(1));
-                        if (r.status == idem::reservation_status::reserved && won[static_cast<std::size_t>(k)].exchange(true))
+                        if (r.status == idem::reservation_status::reserved &&
+                            won[static_cast<std::size_t>(k)].exchange(true))
                             ++errors;  // this process won one key twice
                     } catch (const std::exception& e) {
                         std::cerr << "redis_worker: " << e.what() << '\n';

@@ -8,7 +8,8 @@ namespace idem::test::bank {
 
 inline void create_schema(soci::session& session) {
     session << "CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, balance INTEGER NOT NULL)";
-    session << "CREATE TABLE IF NOT EXISTS ledger (id INTEGER PRIMARY KEY, transfer_key TEXT NOT NULL, amount INTEGER NOT NULL)";
+    session << "CREATE TABLE IF NOT EXISTS ledger (id INTEGER PRIMARY KEY, transfer_key TEXT NOT NULL, amount INTEGER "
+               "NOT NULL)";
     session << "INSERT OR IGNORE INTO accounts (id, balance) VALUES ('alice', :b), ('bob', :b)",
         soci::use(opening_balance, "b");
 }

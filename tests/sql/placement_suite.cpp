@@ -43,12 +43,13 @@ TEST_CASE("executor placement, enforce inside the transaction: a rollback leaves
 TEST_CASE("executor placement, enforce inside the transaction: a failing operation rolls its reservation back") {
     executor_fixture f;
     CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
-        return f.exec.execute(tx, bank::transfer_key("e-3"), bank::fingerprint, {},
-                              [&]() -> std::string {
-                                  bank::move_money(tx.session(), "e-3", 10);
-                                  throw bank::business_failure();
-                              },
-                              f.codec);
+        return f.exec.execute(
+            tx, bank::transfer_key("e-3"), bank::fingerprint, {},
+            [&]() -> std::string {
+                bank::move_money(tx.session(), "e-3", 10);
+                throw bank::business_failure();
+            },
+            f.codec);
     }),
                     bank::business_failure);
     CHECK(f.ledger() == 0);
@@ -62,24 +63,25 @@ TEST_CASE("executor placement, enforce inside the transaction: a result classifi
                                                   [](std::string_view p) { return std::string(p); },
                                                   [](const std::string&) { return idem::classification::release; });
     f.runner->run([&](transaction& tx) {
-        (void)f.exec.execute(tx, bank::transfer_key("e-4"), bank::fingerprint, {}, [] { return std::string("no"); },
-                             declined);
+        (void)f.exec.execute(
+            tx, bank::transfer_key("e-4"), bank::fingerprint, {}, [] { return std::string("no"); }, declined);
     });
     CHECK(f.record("e-4") == reservation_status::reserved);
 }
 
 TEST_CASE("executor placement, lease mode: the reservation commits before the business transaction") {
     executor_fixture f;
-    auto e = f.exec.execute(bank::transfer_key("l-1"), bank::fingerprint, {},
-                            [&] {
-                                // Another connection already sees the key in flight.
-                                CHECK(f.record("l-1") == reservation_status::in_flight);
-                                return f.runner->run([&](transaction& tx) {
-                                    bank::move_money(tx.session(), "l-1", 10);
-                                    return std::string("moved 10");
-                                });
-                            },
-                            f.codec);
+    auto e = f.exec.execute(
+        bank::transfer_key("l-1"), bank::fingerprint, {},
+        [&] {
+            // Another connection already sees the key in flight.
+            CHECK(f.record("l-1") == reservation_status::in_flight);
+            return f.runner->run([&](transaction& tx) {
+                bank::move_money(tx.session(), "l-1", 10);
+                return std::string("moved 10");
+            });
+        },
+        f.codec);
     CHECK(e.status() == execution_status::executed);
     CHECK(f.record("l-1") == reservation_status::completed);
 
@@ -148,12 +150,13 @@ TEST_CASE("executor placement, observe inside the transaction: a stop before the
 TEST_CASE("executor placement, observe inside the transaction: a failing operation frees its reservation") {
     executor_fixture f;
     CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
-        return f.exec.execute(tx, bank::transfer_key("o-6"), bank::fingerprint, {.mode = idem::mode::observe},
-                              [&]() -> std::string {
-                                  bank::move_money(tx.session(), "o-6", 10);
-                                  throw bank::business_failure();
-                              },
-                              f.codec);
+        return f.exec.execute(
+            tx, bank::transfer_key("o-6"), bank::fingerprint, {.mode = idem::mode::observe},
+            [&]() -> std::string {
+                bank::move_money(tx.session(), "o-6", 10);
+                throw bank::business_failure();
+            },
+            f.codec);
     }),
                     bank::business_failure);
     CHECK(f.ledger() == 0);

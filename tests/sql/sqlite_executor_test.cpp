@@ -38,7 +38,9 @@ struct sqlite_bank_database final : bank_database {
 
 }  // namespace
 
-std::unique_ptr<bank_database> fresh_bank_database() { return std::make_unique<sqlite_bank_database>(); }
+std::unique_ptr<bank_database> fresh_bank_database() {
+    return std::make_unique<sqlite_bank_database>();
+}
 
 TEST_CASE("executor on sqlite, observe inside the transaction: the record commits without a busy-timeout wait") {
     executor_fixture f;

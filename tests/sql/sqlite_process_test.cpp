@@ -8,9 +8,9 @@
 
 #include "bank.hpp"
 #include "migration_race.hpp"
+#include "temp_dir.hpp"
 #include "transfer_race.hpp"
 #include "worker_processes.hpp"
-#include "temp_dir.hpp"
 
 namespace {
 

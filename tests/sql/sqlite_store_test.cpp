@@ -84,7 +84,8 @@ TEST_CASE("sqlite store: a record write that fails inside a savepoint keeps the 
     REQUIRE(r.status == reservation_status::reserved);
     REQUIRE(f.store.release(bank::transfer_key("t-6"), r.token));
     // This connection's record writes fail, as a lock or statement timeout would.
-    f.session << "CREATE TEMP TRIGGER refuse_records BEFORE INSERT ON idem_records BEGIN SELECT RAISE(ABORT, 'refused'); END";
+    f.session
+        << "CREATE TEMP TRIGGER refuse_records BEFORE INSERT ON idem_records BEGIN SELECT RAISE(ABORT, 'refused'); END";
 
     f.runner->run([&](transaction& tx) {
         bank::move_money(tx.session(), "t-6", 10);
@@ -119,8 +120,9 @@ TEST_CASE("sqlite store: rows are keyed by the digest's first 16 bytes and hold 
         soci::into(hash_bytes), soci::into(hash_hex), soci::into(state);
     CHECK(ns == "orders");
     CHECK(hash_bytes == 16);
-    CHECK(bank::count(f.session, "SELECT count(*) FROM pragma_table_info('idem_records')"
-                                 " WHERE name IN ('scope', 'key')") == 0);
+    CHECK(bank::count(f.session,
+                      "SELECT count(*) FROM pragma_table_info('idem_records')"
+                      " WHERE name IN ('scope', 'key')") == 0);
     CHECK(hash_hex == idem::test::record_id_hex(key));
     CHECK(state == 1);
     CHECK(f.store.try_reserve(key, "fp", 1min).payload == payload);
@@ -180,9 +182,9 @@ TEST_CASE("sqlite store: migrate applies each migration once") {
 TEST_CASE("sqlite store: a table of the first schema, with rows in it, moves to the current layout") {
     idem::test::temp_dir dir{"sqlite-from-0001"};
     const std::string db = (dir.path() / "old.db").string();
-    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+    const auto now =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
     const idem::record_key done("m", idem::scope::tenant("acme"), "done"), running("m", "running"), gone("m", "gone");
     {
         // What version 1 left: its schema, its version row and records in all three states.
@@ -200,8 +202,9 @@ TEST_CASE("sqlite store: a table of the first schema, with rows in it, moves to 
         s << "INSERT INTO idem_schema_versions (version, name) VALUES (1, '0001_create_records')";
         const auto row = [&](const idem::record_key& key, const std::string& token, const std::string& rest) {
             s << "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload,"
-                 " expires_at, updated_at) VALUES (X'" + idem::test::digest_hex(key) + "', 'm', '" +
-                     key.owner().text() + "', '" + key.key() + "', X'6670', '" + token + "', " + rest + ")";
+                 " expires_at, updated_at) VALUES (X'" +
+                     idem::test::digest_hex(key) + "', 'm', '" + key.owner().text() + "', '" + key.key() +
+                     "', X'6670', '" + token + "', " + rest + ")";
         };
         row(done, "tok-d", "1, X'70616964', " + std::to_string(now + 3'600'000) + ", " + std::to_string(now));
         row(running, "tok-r", "0, NULL, " + std::to_string(now + 600'000) + ", " + std::to_string(now));
@@ -213,10 +216,9 @@ TEST_CASE("sqlite store: a table of the first schema, with rows in it, moves to 
     idem::open_sqlite_session(s, db, fast);
     CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 2);
     CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE length(key_hash) = 16") == 3);
-    CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE key_hash = X'" + idem::test::record_id_hex(done) +
-                             "'") == 1);
-    CHECK(bank::count(s, "SELECT count(*) FROM pragma_table_info('idem_records') WHERE name IN ('scope', 'key')") ==
-          0);
+    CHECK(bank::count(
+              s, "SELECT count(*) FROM idem_records WHERE key_hash = X'" + idem::test::record_id_hex(done) + "'") == 1);
+    CHECK(bank::count(s, "SELECT count(*) FROM pragma_table_info('idem_records') WHERE name IN ('scope', 'key')") == 0);
     CHECK(bank::count(s, "SELECT count(*) FROM sqlite_master WHERE name = 'idem_records_expires_at'") == 1);
     CHECK(bank::count(s, "SELECT count(*) FROM sqlite_master WHERE name = 'idem_records_lean'") == 0);
 
@@ -284,11 +286,12 @@ TEST_CASE("sqlite store: rows past 2262 and at the ends of int64 are read, inspe
     const std::map<std::string, std::string> millis = {{"future", "11000000000000"},  // 2318
                                                        {"infinity", "9223372036854775807"},
                                                        {"-infinity", "(-9223372036854775807 - 1)"}};
-    idem::test::times_beyond_time_point_are_clamped(f.under_test(), f.store, [&](const std::string& key,
-                                                                                   const std::string& which) {
-        f.session << "UPDATE idem_records SET expires_at = " + millis.at(which) + ", updated_at = " + millis.at(which) +
-                         " WHERE key_hash = X'" + idem::test::record_id_hex(idem::record_key("far", key)) + "'";
-    });
+    idem::test::times_beyond_time_point_are_clamped(
+        f.under_test(), f.store, [&](const std::string& key, const std::string& which) {
+            f.session << "UPDATE idem_records SET expires_at = " + millis.at(which) +
+                             ", updated_at = " + millis.at(which) + " WHERE key_hash = X'" +
+                             idem::test::record_id_hex(idem::record_key("far", key)) + "'";
+        });
 }
 
 TEST_CASE("sqlite store: bad paths and options give typed errors, not crashes") {
@@ -303,15 +306,15 @@ TEST_CASE("sqlite store: bad paths and options give typed errors, not crashes") 
         CHECK(e.native_code() == "14");  // SQLITE_CANTOPEN
     }
     CHECK_THROWS_AS(open(dir.path().string()), idem::store_error);  // a directory
-    {
-        std::ofstream((dir.path() / "garbage.db").string()) << std::string(4096, 'x');
-    }
+    { std::ofstream((dir.path() / "garbage.db").string()) << std::string(4096, 'x'); }
     CHECK_THROWS_AS(open((dir.path() / "garbage.db").string()), idem::store_error);  // not a database
     CHECK_THROWS_AS(open(""), std::invalid_argument);
     CHECK_THROWS_AS(open(":memory:"), std::invalid_argument);
     CHECK_THROWS_AS(open((dir.path() / "quote\".db").string()), std::invalid_argument);
-    CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(), .pool_size = 0}}), std::invalid_argument);
-    CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(), .time = nullptr}}), std::invalid_argument);
+    CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(), .pool_size = 0}}),
+                    std::invalid_argument);
+    CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(), .time = nullptr}}),
+                    std::invalid_argument);
     CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(),
                                          .connection = {.busy_timeout = std::chrono::milliseconds::max()}}}),
                     std::invalid_argument);
@@ -353,10 +356,12 @@ TEST_CASE("sqlite store: the detached view joins this thread's open transaction 
     CHECK(f.detached_status("j-1") == reservation_status::reserved);  // it rolled back with the transaction
 
     // Behind a savepoint: a failing detached call does not fail the transaction.
-    f.session << "CREATE TEMP TRIGGER refuse_records BEFORE INSERT ON idem_records BEGIN SELECT RAISE(ABORT, 'refused'); END";
+    f.session
+        << "CREATE TEMP TRIGGER refuse_records BEFORE INSERT ON idem_records BEGIN SELECT RAISE(ABORT, 'refused'); END";
     f.runner->run([&](transaction& tx) {
         bank::move_money(tx.session(), "j-2", 10);
-        CHECK_THROWS_AS((void)f.store.try_reserve(bank::transfer_key("j-2"), bank::fingerprint, 1min), idem::store_error);
+        CHECK_THROWS_AS((void)f.store.try_reserve(bank::transfer_key("j-2"), bank::fingerprint, 1min),
+                        idem::store_error);
         CHECK(tx.state() == idem::transaction_state::active);
     });
     CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == 1);

@@ -57,12 +57,11 @@ int migrate(const std::string& db) {
 
 int main(int argc, char** argv) {
     using args = std::vector<std::string>;
-    return idem::test::run_worker(
-        "sqlite_worker", argc, argv,
-        {
-            {"transfer", "<db> <threads> <rounds>",
-             [](const args& a) { return transfer(a[0], std::stoi(a[1]), std::stoi(a[2])); }},
-            {"crash", "<db> <key>", [](const args& a) { return crash(a[0], a[1]); }},
-            {"migrate", "<db>", [](const args& a) { return migrate(a[0]); }},
-        });
+    return idem::test::run_worker("sqlite_worker", argc, argv,
+                                  {
+                                      {"transfer", "<db> <threads> <rounds>",
+                                       [](const args& a) { return transfer(a[0], std::stoi(a[1]), std::stoi(a[2])); }},
+                                      {"crash", "<db> <key>", [](const args& a) { return crash(a[0], a[1]); }},
+                                      {"migrate", "<db>", [](const args& a) { return migrate(a[0]); }},
+                                  });
 }

@@ -45,7 +45,9 @@ struct database {
     }
 };
 
-void insert(transaction& tx, const std::string& name) { tx.session() << "INSERT INTO items (name) VALUES (:n)", soci::use(name); }
+void insert(transaction& tx, const std::string& name) {
+    tx.session() << "INSERT INTO items (name) VALUES (:n)", soci::use(name);
+}
 
 struct business_failure : std::runtime_error {
     business_failure() : std::runtime_error("business failure") {}
@@ -269,7 +271,7 @@ struct counting_dialect final : idem::detail::sql_dialect {
     [[nodiscard]] std::string_view soci_backend() const noexcept override { return "sqlite3"; }
     [[nodiscard]] std::string begin_sql(const idem::transaction_options&) const override { return "BEGIN EXCLUSIVE"; }
     [[nodiscard]] std::unique_ptr<idem::detail::sql_connection> connect(soci::session& session,
-                                                                         std::string begin) const override {
+                                                                        std::string begin) const override {
         ++connections;
         return sql_dialect::connect(session, std::move(begin));
     }

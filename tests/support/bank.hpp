@@ -34,7 +34,9 @@ struct business_failure : std::runtime_error {
     return n;
 }
 
-[[nodiscard]] inline record_key transfer_key(const std::string& key) { return record_key("bank.transfer", key); }
+[[nodiscard]] inline record_key transfer_key(const std::string& key) {
+    return record_key("bank.transfer", key);
+}
 
 // What the store holds for the transfer `key`, seen from a connection of the
 // store's own: a probe that finds the key free releases it again.

@@ -22,7 +22,9 @@
 namespace idem::test {
 namespace {
 
-[[noreturn]] void fail(const std::string& what) { throw std::system_error(errno, std::generic_category(), what); }
+[[noreturn]] void fail(const std::string& what) {
+    throw std::system_error(errno, std::generic_category(), what);
+}
 
 // A socket pair rather than a pipe: writes to a child that died fail with EPIPE
 // (MSG_NOSIGNAL) instead of killing the test with SIGPIPE.
@@ -186,7 +188,9 @@ int child_process::reap() {
     return status;
 }
 
-bool stopped_cleanly(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) == 0; }
+bool stopped_cleanly(int status) {
+    return !WIFEXITED(status) || WEXITSTATUS(status) == 0;
+}
 
 bool process_gone(pid_t pid) {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");

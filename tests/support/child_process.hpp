@@ -13,13 +13,13 @@
 namespace idem::test {
 
 struct spawn_options {
-    std::vector<std::string> argv;        // argv[0]: a path, or a name looked up in PATH
-    std::filesystem::path working_dir;    // empty: this process's
-    bool as_server_user = false;          // run as server_user() (drops root)
-    bool own_process_group = false;       // a group of its own (its children die with it)
-    bool pipe_stdin = false;              // else /dev/null
-    bool pipe_stdout = false;             // stderr stays this process's
-    std::filesystem::path output_file;    // without pipe_stdout: stdout and stderr go here, else are inherited
+    std::vector<std::string> argv;      // argv[0]: a path, or a name looked up in PATH
+    std::filesystem::path working_dir;  // empty: this process's
+    bool as_server_user = false;        // run as server_user() (drops root)
+    bool own_process_group = false;     // a group of its own (its children die with it)
+    bool pipe_stdin = false;            // else /dev/null
+    bool pipe_stdout = false;           // stderr stays this process's
+    std::filesystem::path output_file;  // without pipe_stdout: stdout and stderr go here, else are inherited
 };
 
 class child_process {

@@ -23,7 +23,9 @@ namespace idem::test {
     return out;
 }
 
-[[nodiscard]] inline std::string digest_hex(const record_key& key) { return hex_of(key.digest()); }
+[[nodiscard]] inline std::string digest_hex(const record_key& key) {
+    return hex_of(key.digest());
+}
 
 [[nodiscard]] inline std::string record_id_hex(const record_key& key) {
     return hex_of(std::span(key.digest()).first(16));

@@ -25,8 +25,7 @@ pgbouncer::pgbouncer(int postgres_port, pgbouncer_options options) : port_(free_
                           << "pool_mode = " << options.pool_mode << "\n"
                           << "default_pool_size = " << options.pool_size << "\n"
                           << "max_client_conn = 200\n";
-    server_.start({IDEM_PGBOUNCER, config.string()},
-                  [this] { return PQping(conninfo().c_str()) == PQPING_OK; });
+    server_.start({IDEM_PGBOUNCER, config.string()}, [this] { return PQping(conninfo().c_str()) == PQPING_OK; });
 }
 
 std::string pgbouncer::conninfo(std::string_view database) const {

@@ -48,13 +48,16 @@ void run_as_server_user(std::vector<std::string> argv, const std::filesystem::pa
         throw std::runtime_error(program + " failed:\n" + read_file(dir / log));
 }
 
-bool accepts_connections(const std::string& conninfo) { return PQping(conninfo.c_str()) == PQPING_OK; }
+bool accepts_connections(const std::string& conninfo) {
+    return PQping(conninfo.c_str()) == PQPING_OK;
+}
 
 // One statement through libpq, for the database housekeeping below.
 void execute(const std::string& conninfo, const std::string& sql) {
     PGconn* conn = PQconnectdb(conninfo.c_str());
     const std::unique_ptr<PGconn, decltype(&PQfinish)> owner(conn, PQfinish);
-    if (PQstatus(conn) != CONNECTION_OK) throw std::runtime_error(std::string("cannot connect: ") + PQerrorMessage(conn));
+    if (PQstatus(conn) != CONNECTION_OK)
+        throw std::runtime_error(std::string("cannot connect: ") + PQerrorMessage(conn));
     PGresult* r = PQexec(conn, sql.c_str());
     const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     PQclear(r);
@@ -99,20 +102,34 @@ std::string postgres_server::socket_conninfo(std::string_view database) const {
 }
 
 void postgres_server::start() {
-    server_.start({bindir + "/postgres", "-D", (server_.dir() / "data").string(),
-                   "-p", std::to_string(port_),
-                   "-k", server_.dir().string(),
-                   "-c", "listen_addresses=127.0.0.1",
-                   "-c", "fsync=off",
-                   "-c", "synchronous_commit=off",
-                   "-c", "full_page_writes=off",
-                   "-c", "max_connections=200",
-                   "-c", "shared_buffers=32MB",
-                   "-c", "log_min_messages=warning"},
-                  [info = conninfo()] { return accepts_connections(info); }, 30s);
+    server_.start(
+        {bindir + "/postgres",
+         "-D",
+         (server_.dir() / "data").string(),
+         "-p",
+         std::to_string(port_),
+         "-k",
+         server_.dir().string(),
+         "-c",
+         "listen_addresses=127.0.0.1",
+         "-c",
+         "fsync=off",
+         "-c",
+         "synchronous_commit=off",
+         "-c",
+         "full_page_writes=off",
+         "-c",
+         "max_connections=200",
+         "-c",
+         "shared_buffers=32MB",
+         "-c",
+         "log_min_messages=warning"},
+        [info = conninfo()] { return accepts_connections(info); }, 30s);
 }
 
-void postgres_server::stop() { server_.stop(SIGINT, 10s); }
+void postgres_server::stop() {
+    server_.stop(SIGINT, 10s);
+}
 
 scratch_database::scratch_database(std::string server, std::string_view label) : server_(std::move(server)) {
     static int serial = 0;

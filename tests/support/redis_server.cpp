@@ -32,14 +32,22 @@ redis_server::redis_server(std::vector<std::string> extra_args)
 
 void redis_server::start() {
     std::vector<std::string> argv{IDEM_REDIS_SERVER,
-                                  "--port", std::to_string(port_),
-                                  "--bind", "127.0.0.1",
-                                  "--save", "",
-                                  "--appendonly", "no",
-                                  "--dir", server_.dir().string(),
-                                  "--unixsocket", unix_socket(),
-                                  "--unixsocketperm", "700",
-                                  "--daemonize", "no"};
+                                  "--port",
+                                  std::to_string(port_),
+                                  "--bind",
+                                  "127.0.0.1",
+                                  "--save",
+                                  "",
+                                  "--appendonly",
+                                  "no",
+                                  "--dir",
+                                  server_.dir().string(),
+                                  "--unixsocket",
+                                  unix_socket(),
+                                  "--unixsocketperm",
+                                  "700",
+                                  "--daemonize",
+                                  "no"};
     argv.insert(argv.end(), extra_args_.begin(), extra_args_.end());
     server_.start(std::move(argv), [at = endpoint()] { return answers_ping(at); });
 }

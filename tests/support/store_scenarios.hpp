@@ -9,9 +9,9 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <stdexcept>
-#include <future>
 #include <string>
 #include <thread>
 #include <utility>
@@ -171,11 +171,12 @@ inline void over_long_durations_are_refused_in_the_transaction(const store_under
 // (`plant(key, which)`: "future" past 2262, "infinity", "-infinity"), are read,
 // inspected and purged without overflow: the far ones stay live, the one before
 // all time is expired.
-inline void times_beyond_time_point_are_clamped(const store_under_test& s, store_admin& admin,
-                                                const std::function<void(const std::string&, const std::string&)>& plant) {
+inline void times_beyond_time_point_are_clamped(
+    const store_under_test& s, store_admin& admin,
+    const std::function<void(const std::string&, const std::string&)>& plant) {
     using namespace std::chrono_literals;
-    const std::map<std::string, std::string> rows = {{"far-future", "future"}, {"far-infinity", "infinity"},
-                                                     {"far-past", "-infinity"}};
+    const std::map<std::string, std::string> rows = {
+        {"far-future", "future"}, {"far-infinity", "infinity"}, {"far-past", "-infinity"}};
     for (const auto& [key, which] : rows) {
         REQUIRE(s.store.try_reserve(record_key("far", key), "fp", 1min).status == reservation_status::reserved);
         plant(key, which);

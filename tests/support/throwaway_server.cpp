@@ -9,8 +9,7 @@
 
 namespace idem::test {
 
-throwaway_server::throwaway_server(std::string name)
-    : name_(std::move(name)), dir_(name_), watchdog_(dir_.path()) {}
+throwaway_server::throwaway_server(std::string name) : name_(std::move(name)), dir_(name_), watchdog_(dir_.path()) {}
 
 throwaway_server::~throwaway_server() {
     if (!process_) return;

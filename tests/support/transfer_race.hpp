@@ -35,7 +35,8 @@ inline void race_transfers(soci::session& session, record_store& store, std::vec
         errors += x;
         CHECK(exit_code(*c) == 0);
     }
-    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    const auto elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
     MESSAGE(processes << " processes x " << threads << " threads x " << rounds << " transfers: " << executed
                       << " executed (per process:" << per_process << "), " << replayed << " replayed in "
                       << elapsed.count() << " ms");

@@ -87,9 +87,13 @@ watchdog::~watchdog() {
     }
 }
 
-void watchdog::watch(pid_t group) { send('+', group); }
+void watchdog::watch(pid_t group) {
+    send('+', group);
+}
 
-void watchdog::forget(pid_t group) { send('-', group); }
+void watchdog::forget(pid_t group) {
+    send('-', group);
+}
 
 void watchdog::send(char op, pid_t group) {
     std::array<char, message_size> message{op};

@@ -62,11 +62,15 @@ TEST_CASE("executor: the same key with another fingerprint is key_reused and doe
 TEST_CASE("executor: a call while the first runs is in_flight") {
     fixture f;
     auto exec = f.make();
-    auto outer = exec.execute(f.key, "fp", {}, [&] {
-        auto inner = exec.execute(f.key, "fp", {}, [] { return std::string("never"); }, f.codec);
-        CHECK(inner.status() == status::in_flight);
-        return std::string("outer");
-    }, f.codec);
+    auto outer = exec.execute(
+        f.key, "fp", {},
+        [&] {
+            auto inner = exec.execute(
+                f.key, "fp", {}, [] { return std::string("never"); }, f.codec);
+            CHECK(inner.status() == status::in_flight);
+            return std::string("outer");
+        },
+        f.codec);
     CHECK(outer.status() == status::executed);
     CHECK(f.sink->count(outcome::in_flight, mode::enforce) == 1);
 }
@@ -83,23 +87,39 @@ TEST_CASE("executor: the codec classifies: store, store_as_failure, release, kee
                                              return classification::store;
                                          });
     const record_key ok("ns", "ok"), declined("ns", "declined"), undone("ns", "undone"), unknown("ns", "unknown");
-    (void)exec.execute(ok, "fp", {}, [] { return std::string("ok"); }, codec);
-    (void)exec.execute(declined, "fp", {}, [] { return std::string("declined"); }, codec);
-    auto released = exec.execute(undone, "fp", {}, [] { return std::string("rolled back"); }, codec);
+    (void)exec.execute(
+        ok, "fp", {}, [] { return std::string("ok"); }, codec);
+    (void)exec.execute(
+        declined, "fp", {}, [] { return std::string("declined"); }, codec);
+    auto released = exec.execute(
+        undone, "fp", {}, [] { return std::string("rolled back"); }, codec);
     CHECK(released.status() == status::executed);
     CHECK(f.sink->count(outcome::released, mode::enforce) == 1);
-    (void)exec.execute(unknown, "fp", {}, [] { return std::string("timed out"); }, codec);
+    (void)exec.execute(
+        unknown, "fp", {}, [] { return std::string("timed out"); }, codec);
 
     // release freed the key at once; keep_in_flight holds it until the lease ends.
-    CHECK(exec.execute(undone, "fp", {}, [] { return std::string("again"); }, codec).status() == status::executed);
-    CHECK(exec.execute(unknown, "fp", {}, [] { return std::string("x"); }, codec).status() == status::in_flight);
+    CHECK(exec.execute(
+                  undone, "fp", {}, [] { return std::string("again"); }, codec)
+              .status() == status::executed);
+    CHECK(exec.execute(
+                  unknown, "fp", {}, [] { return std::string("x"); }, codec)
+              .status() == status::in_flight);
 
     f.clock->advance(11min);  // past failure_retention and the lease
-    CHECK(exec.execute(ok, "fp", {}, [] { return std::string("x"); }, codec).status() == status::replayed);
-    CHECK(exec.execute(declined, "fp", {}, [] { return std::string("x"); }, codec).status() == status::executed);
-    CHECK(exec.execute(unknown, "fp", {}, [] { return std::string("x"); }, codec).status() == status::executed);
+    CHECK(exec.execute(
+                  ok, "fp", {}, [] { return std::string("x"); }, codec)
+              .status() == status::replayed);
+    CHECK(exec.execute(
+                  declined, "fp", {}, [] { return std::string("x"); }, codec)
+              .status() == status::executed);
+    CHECK(exec.execute(
+                  unknown, "fp", {}, [] { return std::string("x"); }, codec)
+              .status() == status::executed);
     f.clock->advance(24h);
-    CHECK(exec.execute(ok, "fp", {}, [] { return std::string("x"); }, codec).status() == status::executed);
+    CHECK(exec.execute(
+                  ok, "fp", {}, [] { return std::string("x"); }, codec)
+              .status() == status::executed);
 }
 
 TEST_CASE("executor: a codec without classify stores every result, and replays through deserialize") {
@@ -107,8 +127,11 @@ TEST_CASE("executor: a codec without classify stores every result, and replays t
     auto exec = f.make();
     auto codec = make_codec<int>([](int v) { return std::to_string(v); },
                                  [](std::string_view p) { return std::stoi(std::string(p)); });
-    CHECK(exec.execute(f.key, "fp", {}, [] { return 42; }, codec).value() == 42);
-    auto replay = exec.execute(f.key, "fp", {}, [] { return 0; }, codec);
+    CHECK(exec.execute(
+                  f.key, "fp", {}, [] { return 42; }, codec)
+              .value() == 42);
+    auto replay = exec.execute(
+        f.key, "fp", {}, [] { return 0; }, codec);
     CHECK(replay.status() == status::replayed);
     CHECK(replay.value() == 42);
 }
@@ -121,7 +144,8 @@ TEST_CASE("executor: an undecodable stored result is a typed store error") {
     auto codec = make_codec<int>([](int v) { return std::to_string(v); },
                                  [](std::string_view p) { return std::stoi(std::string(p)); });
     try {
-        (void)exec.execute(f.key, "fp", {}, [] { return 1; }, codec);
+        (void)exec.execute(
+            f.key, "fp", {}, [] { return 1; }, codec);
         FAIL("expected a store_error");
     } catch (const store_error& e) {
         CHECK(e.failure() == store_failure::corrupt_record);
@@ -135,21 +159,32 @@ TEST_CASE("executor: a stop requested before the operation starts releases the k
     std::stop_source stop;
     stop.request_stop();
     bool ran = false;
-    CHECK_THROWS_AS((void)exec.execute(f.key, "fp", {}, [&] { ran = true; return std::string(); }, f.codec, stop.get_token()),
+    CHECK_THROWS_AS((void)exec.execute(
+                        f.key, "fp", {},
+                        [&] {
+                            ran = true;
+                            return std::string();
+                        },
+                        f.codec, stop.get_token()),
                     operation_cancelled);
     CHECK_FALSE(ran);
     CHECK(f.sink->count(outcome::released, mode::enforce) == 1);
-    CHECK(exec.execute(f.key, "fp", {}, [] { return std::string("ran"); }, f.codec).status() == status::executed);
+    CHECK(exec.execute(
+                  f.key, "fp", {}, [] { return std::string("ran"); }, f.codec)
+              .status() == status::executed);
 }
 
 TEST_CASE("executor: the operation sees the stop token") {
     fixture f;
     auto exec = f.make();
     std::stop_source stop;
-    auto e = exec.execute(f.key, "fp", {}, [&](std::stop_token t) {
-        stop.request_stop();
-        return std::string(t.stop_requested() ? "saw stop" : "no stop");
-    }, f.codec, stop.get_token());
+    auto e = exec.execute(
+        f.key, "fp", {},
+        [&](std::stop_token t) {
+            stop.request_stop();
+            return std::string(t.stop_requested() ? "saw stop" : "no stop");
+        },
+        f.codec, stop.get_token());
     CHECK(e.value() == "saw stop");
 }
 
@@ -157,14 +192,21 @@ TEST_CASE("executor: an exception is rethrown and keeps the key in flight until 
     fixture f;
     auto exec = f.make({.lease = 30s});
     int runs = 0;
-    CHECK_THROWS_AS((void)exec.execute(f.key, "fp", {}, [&]() -> std::string {
-        ++runs;
-        throw std::runtime_error("provider timeout");
-    }, f.codec), std::runtime_error);
+    CHECK_THROWS_AS((void)exec.execute(
+                        f.key, "fp", {},
+                        [&]() -> std::string {
+                            ++runs;
+                            throw std::runtime_error("provider timeout");
+                        },
+                        f.codec),
+                    std::runtime_error);
     CHECK(f.sink->logged("idem.operation.failed"));
-    CHECK(exec.execute(f.key, "fp", {}, [&] { return std::to_string(++runs); }, f.codec).status() == status::in_flight);
+    CHECK(exec.execute(
+                  f.key, "fp", {}, [&] { return std::to_string(++runs); }, f.codec)
+              .status() == status::in_flight);
     f.clock->advance(31s);
-    auto retry = exec.execute(f.key, "fp", {}, [&] { return std::to_string(++runs); }, f.codec);
+    auto retry = exec.execute(
+        f.key, "fp", {}, [&] { return std::to_string(++runs); }, f.codec);
     CHECK(retry.status() == status::executed);
     CHECK(runs == 2);
 }
@@ -172,15 +214,21 @@ TEST_CASE("executor: an exception is rethrown and keeps the key in flight until 
 TEST_CASE("executor: a run that outlived its lease cannot overwrite the retry that took over; it is logged") {
     fixture f;
     auto exec = f.make({.lease = 30s});
-    auto slow = exec.execute(f.key, "fp", {}, [&] {
-        f.clock->advance(31s);
-        auto retry = exec.execute(f.key, "fp", {}, [] { return std::string("retry"); }, f.codec);
-        CHECK(retry.status() == status::executed);
-        return std::string("slow");
-    }, f.codec);
+    auto slow = exec.execute(
+        f.key, "fp", {},
+        [&] {
+            f.clock->advance(31s);
+            auto retry = exec.execute(
+                f.key, "fp", {}, [] { return std::string("retry"); }, f.codec);
+            CHECK(retry.status() == status::executed);
+            return std::string("slow");
+        },
+        f.codec);
     CHECK(slow.status() == status::executed);
     CHECK(f.sink->logged("idem.complete.stale"));
-    CHECK(exec.execute(f.key, "fp", {}, [] { return std::string("x"); }, f.codec).value() == "retry");
+    CHECK(exec.execute(
+                  f.key, "fp", {}, [] { return std::string("x"); }, f.codec)
+              .value() == "retry");
     for (const auto& log : f.sink->logs()) {
         if (log.name == "idem.complete.stale") CHECK(log.key_hash == f.key.key_hash());
     }
@@ -197,11 +245,14 @@ TEST_CASE("executor: 32 threads executing one key run the operation exactly once
         for (int i = 0; i < 32; ++i) {
             threads.emplace_back([&] {
                 start.arrive_and_wait();
-                auto e = exec.execute(f.key, "fp", {}, [&] {
-                    ++runs;
-                    std::this_thread::sleep_for(5ms);
-                    return std::string("once");
-                }, f.codec);
+                auto e = exec.execute(
+                    f.key, "fp", {},
+                    [&] {
+                        ++runs;
+                        std::this_thread::sleep_for(5ms);
+                        return std::string("once");
+                    },
+                    f.codec);
                 if (e.status() == status::executed) ++executed;
                 if (e.status() == status::replayed) {
                     ++replayed;
@@ -221,7 +272,8 @@ TEST_CASE("executor: off runs the operation and touches no store") {
     auto exec = f.make({.mode = mode::off});
     int runs = 0;
     for (int i = 0; i < 3; ++i) {
-        auto e = exec.execute(f.key, "fp", {}, [&] { return std::to_string(++runs); }, f.codec);
+        auto e = exec.execute(
+            f.key, "fp", {}, [&] { return std::to_string(++runs); }, f.codec);
         CHECK(e.status() == status::executed);
         CHECK(e.mode() == mode::off);
     }
@@ -256,12 +308,16 @@ TEST_CASE("executor: observe counts in_flight for a concurrent duplicate and sti
     fixture f;
     auto exec = f.make({.mode = mode::observe});
     int runs = 0;
-    (void)exec.execute(f.key, "fp", {}, [&] {
-        auto inner = exec.execute(f.key, "fp", {}, [&] { return std::to_string(++runs); }, f.codec);
-        CHECK(inner.status() == status::executed);
-        CHECK(inner.enforce_decision() == status::in_flight);
-        return std::to_string(++runs);
-    }, f.codec);
+    (void)exec.execute(
+        f.key, "fp", {},
+        [&] {
+            auto inner = exec.execute(
+                f.key, "fp", {}, [&] { return std::to_string(++runs); }, f.codec);
+            CHECK(inner.status() == status::executed);
+            CHECK(inner.enforce_decision() == status::in_flight);
+            return std::to_string(++runs);
+        },
+        f.codec);
     CHECK(runs == 2);
     CHECK(f.sink->count(outcome::in_flight, mode::observe) == 1);
 }
@@ -270,9 +326,11 @@ TEST_CASE("executor: a switch from observe to enforce replays what observe store
     fixture f;
     auto exec = f.make({.mode = mode::observe});
     int runs = 0;
-    (void)exec.execute(f.key, "fp", {}, [&] { return "first-" + std::to_string(++runs); }, f.codec);
+    (void)exec.execute(
+        f.key, "fp", {}, [&] { return "first-" + std::to_string(++runs); }, f.codec);
     exec.options().replace({.mode = mode::enforce});
-    auto retry = exec.execute(f.key, "fp", {}, [&] { return "second-" + std::to_string(++runs); }, f.codec);
+    auto retry = exec.execute(
+        f.key, "fp", {}, [&] { return "second-" + std::to_string(++runs); }, f.codec);
     CHECK(retry.status() == status::replayed);
     CHECK(retry.value() == "first-1");
     CHECK(runs == 1);
@@ -286,14 +344,16 @@ TEST_CASE("executor: a store failing while reserving is logged in observe and pr
     store->failing = true;
     int runs = 0;
     const record_key key("ns", "k");
-    auto e = exec.execute(key, "fp", {}, [&] { return std::to_string(++runs); }, string_codec{});
+    auto e = exec.execute(
+        key, "fp", {}, [&] { return std::to_string(++runs); }, string_codec{});
     CHECK(e.status() == status::executed);
     CHECK(runs == 1);
     CHECK(sink->logged("idem.observe.reserve_failed"));
     CHECK(sink->count(outcome::reserve_failed, mode::observe) == 1);
 
     try {
-        (void)exec.execute(key, "fp", {.mode = mode::enforce}, [&] { return std::to_string(++runs); }, string_codec{});
+        (void)exec.execute(
+            key, "fp", {.mode = mode::enforce}, [&] { return std::to_string(++runs); }, string_codec{});
         FAIL("expected a store_error");
     } catch (const store_error& err) {
         CHECK(err.is_connection_lost());
@@ -307,10 +367,13 @@ TEST_CASE("executor: a store failing while completing keeps the result and logs 
     auto sink = std::make_shared<test::recording_sink>();
     executor exec(store, {}, sink);
     const record_key key("ns", "k");
-    auto e = exec.execute(key, "fp", {}, [&] {
-        store->failing = true;
-        return std::string("moved");
-    }, string_codec{});
+    auto e = exec.execute(
+        key, "fp", {},
+        [&] {
+            store->failing = true;
+            return std::string("moved");
+        },
+        string_codec{});
     CHECK(e.status() == status::executed);
     CHECK(e.value() == "moved");
     CHECK(sink->logged("idem.complete.failed"));
@@ -329,13 +392,16 @@ TEST_CASE("executor: a profile picks its store, mode and retention; a call overr
     CHECK(exec.resolve_mode({.profile = "payments"}) == mode::enforce);
     CHECK(exec.resolve_mode({.profile = "payments", .mode = mode::off}) == mode::off);
 
-    (void)exec.execute(key, "fp", {.profile = "payments"}, [] { return std::string("p"); }, string_codec{});
+    (void)exec.execute(
+        key, "fp", {.profile = "payments"}, [] { return std::string("p"); }, string_codec{});
     CHECK(payments_store->size() == 1);
     CHECK(default_store->size() == 0);
     clock->advance(47h);
-    CHECK(exec.execute(key, "fp", {.profile = "payments"}, [] { return std::string("x"); }, string_codec{}).status() ==
-          status::replayed);
+    CHECK(exec.execute(
+                  key, "fp", {.profile = "payments"}, [] { return std::string("x"); }, string_codec{})
+              .status() == status::replayed);
     clock->advance(2h);
-    CHECK(exec.execute(key, "fp", {.profile = "payments"}, [] { return std::string("x"); }, string_codec{}).status() ==
-          status::executed);
+    CHECK(exec.execute(
+                  key, "fp", {.profile = "payments"}, [] { return std::string("x"); }, string_codec{})
+              .status() == status::executed);
 }

@@ -11,7 +11,9 @@
 using namespace idem::http;
 
 namespace {
-parsed_key parse(std::vector<std::string_view> values) { return parse_key_header(values); }
+parsed_key parse(std::vector<std::string_view> values) {
+    return parse_key_header(values);
+}
 }  // namespace
 
 TEST_CASE("key header: a bare token or an sf-string, one field line, a valid key") {
@@ -52,8 +54,10 @@ TEST_CASE("response codec: exact bytes and allow-listed headers, never Set-Cooki
     layer_options options;
     response_codec codec(options);
     response r{.status = 201,
-               .headers = {{"Content-Type", "application/json"}, {"Set-Cookie", "session=1"},
-                           {"location", "/t/1"}, {"X-Internal", "secret"}},
+               .headers = {{"Content-Type", "application/json"},
+                           {"Set-Cookie", "session=1"},
+                           {"location", "/t/1"},
+                           {"X-Internal", "secret"}},
                .body = std::string("{\"id\":1}\0\xff", 10)};
     const response back = codec.deserialize(codec.serialize(r));
     CHECK(back.status == 201);
@@ -108,10 +112,12 @@ TEST_CASE("response codec: bytes it did not write are rejected") {
     response_codec codec(layer_options{});
     using namespace std::string_view_literals;
     for (std::string_view bad : {""sv, "IDR1"sv, "IDR1\x00"sv, "XXXX\x00\xc8\x00\x00"sv, "IDR1\x00\x05\x00\x00"sv,
-                                 "IDR1\x00\xc8\x00\x01\x00\x00\x00\x09" "ab"sv}) {
+                                 "IDR1\x00\xc8\x00\x01\x00\x00\x00\x09"
+                                 "ab"sv}) {
         CAPTURE(bad);
         CHECK_THROWS_AS((void)codec.deserialize(bad), std::runtime_error);
     }
-    const std::string truncated = codec.serialize({.status = 200, .headers = {{"Content-Type", "text/plain"}}}).substr(0, 12);
+    const std::string truncated =
+        codec.serialize({.status = 200, .headers = {{"Content-Type", "text/plain"}}}).substr(0, 12);
     CHECK_THROWS_AS((void)codec.deserialize(truncated), std::runtime_error);
 }

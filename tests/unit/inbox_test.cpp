@@ -80,8 +80,10 @@ TEST_CASE("inbox: the generic overload stores and replays the handler's result")
     fixture f;
     executor exec(f.store);
     inbox box(exec);
-    auto first = box.process("billing", "m-1", scope::global(), [] { return std::string("invoice 7"); }, string_codec{});
-    auto again = box.process("billing", "m-1", scope::global(), [] { return std::string("other"); }, string_codec{});
+    auto first = box.process(
+        "billing", "m-1", scope::global(), [] { return std::string("invoice 7"); }, string_codec{});
+    auto again = box.process(
+        "billing", "m-1", scope::global(), [] { return std::string("other"); }, string_codec{});
     CHECK(first.status() == status::executed);
     CHECK(again.status() == status::replayed);
     CHECK(again.value() == "invoice 7");

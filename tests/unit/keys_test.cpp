@@ -61,6 +61,7 @@ TEST_CASE("is_valid: 1 to 255 printable ASCII characters except quote and backsl
     CHECK_FALSE(keys::is_valid(std::string(256, 'k')));
     CHECK_FALSE(keys::is_valid(""));
     CHECK(keys::is_valid("!~"));
-    for (const std::string& bad : std::vector<std::string>{" ", "\x7F", "\"", "\\", "\t", std::string(1, '\0'), "\xC3\xA9"})
+    for (const std::string& bad :
+         std::vector<std::string>{" ", "\x7F", "\"", "\\", "\t", std::string(1, '\0'), "\xC3\xA9"})
         CHECK_FALSE(keys::is_valid("a" + bad));
 }

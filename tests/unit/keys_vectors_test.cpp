@@ -15,7 +15,9 @@ nlohmann::json load_vectors() {
     return nlohmann::json::parse(in);
 }
 
-std::vector<std::string_view> views(const std::vector<std::string>& ids) { return {ids.begin(), ids.end()}; }
+std::vector<std::string_view> views(const std::vector<std::string>& ids) {
+    return {ids.begin(), ids.end()};
+}
 
 idem::scope scope_of(const nlohmann::json& c) {
     const auto kind = c.at("scope_kind").get<std::string>();
@@ -45,8 +47,8 @@ TEST_CASE("keys.json: every case passes") {
             CHECK(idem::keys::to_uuid_v5(op, views(ids)) == c.at("uuid_v5").get<std::string>());
             CHECK(idem::keys::is_valid(idem::keys::derive(op, views(ids))));
         } else if (kind == "from_message") {
-            CHECK(idem::keys::from_message(c.at("message_id").get<std::string>(), c.at("consumer").get<std::string>()) ==
-                  c.at("key").get<std::string>());
+            CHECK(idem::keys::from_message(c.at("message_id").get<std::string>(),
+                                           c.at("consumer").get<std::string>()) == c.at("key").get<std::string>());
         } else if (kind == "is_valid") {
             CHECK(idem::keys::is_valid(c.at("key").get<std::string>()) == c.at("valid").get<bool>());
         } else if (kind == "storage_key") {

@@ -78,18 +78,21 @@ TEST_CASE("options: leases and retentions above 100 years are invalid, everywher
     executor exec(std::make_shared<memory_store>(), longest);
     const record_key key("ns", "k");
     CHECK(mentions(problems_of([&] {
-                       (void)exec.execute(key, "fp", {.lease = duration::max()}, [] { return std::string(); },
-                                          string_codec{});
+                       (void)exec.execute(
+                           key, "fp", {.lease = duration::max()}, [] { return std::string(); }, string_codec{});
                    }),
                    "execution_options.lease must be at most 100 years"));
-    CHECK(exec.execute(key, "fp", {}, [] { return std::string("ran"); }, string_codec{}).value() == "ran");
+    CHECK(exec.execute(
+                  key, "fp", {}, [] { return std::string("ran"); }, string_codec{})
+              .value() == "ran");
 }
 
 TEST_CASE("options: a per-call setting is checked on each call") {
     executor exec(std::make_shared<memory_store>());
     const record_key key("ns", "k");
     auto problems = problems_of([&] {
-        (void)exec.execute(key, "fp", {.lease = 16min}, [] { return std::string(); }, string_codec{});
+        (void)exec.execute(
+            key, "fp", {.lease = 16min}, [] { return std::string(); }, string_codec{});
     });
     CHECK(mentions(problems, "execution_options.lease (16m) exceeds max_lease (15m)"));
     problems = problems_of([&] { (void)exec.resolve_mode({.profile = "missing"}); });
@@ -110,11 +113,15 @@ TEST_CASE("options: an invalid replacement makes every call throw until it is fi
     executor exec({{"", std::make_shared<memory_store>()}}, source);
     const record_key key("ns", "k");
     source->replace({.lease = 2h});
-    CHECK_THROWS_AS((void)exec.execute(key, "fp", {}, [] { return std::string(); }, string_codec{}), options_error);
+    CHECK_THROWS_AS((void)exec.execute(
+                        key, "fp", {}, [] { return std::string(); }, string_codec{}),
+                    options_error);
     CHECK_THROWS_AS((void)exec.resolve_mode(), options_error);
     source->replace({.mode = mode::observe});
     CHECK(exec.resolve_mode() == mode::observe);
-    CHECK(exec.execute(key, "fp", {}, [] { return std::string("ok"); }, string_codec{}).value() == "ok");
+    CHECK(exec.execute(
+                  key, "fp", {}, [] { return std::string("ok"); }, string_codec{})
+              .value() == "ok");
 }
 
 TEST_CASE("options: replacing options while 8 threads call changes the mode without a lost or torn call") {
@@ -130,8 +137,9 @@ TEST_CASE("options: replacing options while 8 threads call changes the mode with
             threads.emplace_back([&, t] {
                 for (int i = 0; !stop; ++i) {
                     try {
-                        auto e = exec.execute(record_key("ns", std::to_string(t) + "-" + std::to_string(i)), "fp", {},
-                                              [] { return std::string("x"); }, string_codec{});
+                        auto e = exec.execute(
+                            record_key("ns", std::to_string(t) + "-" + std::to_string(i)), "fp", {},
+                            [] { return std::string("x"); }, string_codec{});
                         ++modes_seen[static_cast<int>(e.mode())];
                         ++calls;
                     } catch (const options_error&) {

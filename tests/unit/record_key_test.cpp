@@ -15,8 +15,10 @@ TEST_CASE("a record key without a scope is global") {
 
 TEST_CASE("the storage key frames every part, so no two record keys share one") {
     const std::vector<record_key> keys{
-        record_key("a|1:b", scope::global(), "c"), record_key("a", scope::global(), "b|1:c"),
-        record_key("a", scope::tenant("x|1:y"), "z"), record_key("a", scope::tenant("x"), "y|1:z"),
+        record_key("a|1:b", scope::global(), "c"),
+        record_key("a", scope::global(), "b|1:c"),
+        record_key("a", scope::tenant("x|1:y"), "z"),
+        record_key("a", scope::tenant("x"), "y|1:z"),
     };
     std::set<std::string> storage;
     for (const auto& k : keys) storage.insert(k.to_storage_key());

@@ -17,17 +17,19 @@ std::string explain(const store_error& failure, const database_url& url) {
     switch (failure.failure()) {
         case store_failure::schema:
             // The library's own text names the statement and the C++ call; the operator needs the command.
-            return fmt::format("idem: {} has no idem schema, or an older one: create or upgrade it with "
-                               "`idem migrate --db {}`, then run this command again",
-                               url.kind == database_url::backend::sqlite ? url.location : "the database", db);
+            return fmt::format(
+                "idem: {} has no idem schema, or an older one: create or upgrade it with "
+                "`idem migrate --db {}`, then run this command again",
+                url.kind == database_url::backend::sqlite ? url.location : "the database", db);
         case store_failure::connection_lost:
             return what + "; check that the database is reachable and --db is right, then run the command again";
         case store_failure::timeout:
             return what + "; another process held the database for longer than the wait: run the command again";
         case store_failure::conflict: return what + "; a concurrent transaction won: run the command again";
         case store_failure::corrupt_record:
-            return what + "; the row was not written by idem (or was changed by hand): look at it with the "
-                          "database's own client";
+            return what +
+                   "; the row was not written by idem (or was changed by hand): look at it with the "
+                   "database's own client";
         case store_failure::constraint:
         case store_failure::unsupported:
         case store_failure::other: break;

@@ -25,7 +25,9 @@ void add_database_option(CLI::App& command, std::string& url);
 
 // database_url::parse: std::invalid_argument naming the accepted forms for
 // anything else. The message never repeats the value: a URI may carry a password.
-[[nodiscard]] inline database_url parse_database_url(std::string_view text) { return database_url::parse(text); }
+[[nodiscard]] inline database_url parse_database_url(std::string_view text) {
+    return database_url::parse(text);
+}
 
 enum class open_mode {
     create,     // migrate: a missing SQLite file is created

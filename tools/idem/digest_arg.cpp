@@ -23,10 +23,10 @@ std::vector<std::byte> parse_digest(std::string_view text) {
             "cannot find it; give the 64-character digest, the 32-character key_hash a SQL table shows, or the "
             "record's --namespace, scope flag (--global, --user, ...) and --key");
     if (text.size() != 64 && text.size() != 32)
-        throw std::invalid_argument(fmt::format(
-            "idem: --key-hash must be the record's 64-character hex digest or the 32 characters of its SQL "
-            "key_hash, not {} characters",
-            text.size()));
+        throw std::invalid_argument(
+            fmt::format("idem: --key-hash must be the record's 64-character hex digest or the 32 characters of its SQL "
+                        "key_hash, not {} characters",
+                        text.size()));
     std::vector<std::byte> d(text.size() / 2);
     for (std::size_t i = 0; i < d.size(); ++i) {
         const int high = hex_value(text[2 * i]);

@@ -24,20 +24,11 @@ duration parse_duration(std::string_view text) {
     if (text.size() < 2) reject("duration too short");
     std::chrono::seconds unit{};
     switch (text.back()) {
-        case 's':
-            unit = 1s;
-            break;
-        case 'm':
-            unit = 1min;
-            break;
-        case 'h':
-            unit = 1h;
-            break;
-        case 'd':
-            unit = 24h;
-            break;
-        default:
-            reject("unknown duration unit");
+        case 's': unit = 1s; break;
+        case 'm': unit = 1min; break;
+        case 'h': unit = 1h; break;
+        case 'd': unit = 24h; break;
+        default: reject("unknown duration unit");
     }
     const std::string_view digits = text.substr(0, text.size() - 1);
     std::uint64_t count = 0;

@@ -78,15 +78,15 @@ void print_record(std::ostream& out, const digest& d, const record_state& r) {
     if (r.expired())
         line("expired", describe(detail::saturating_difference(r.now, r.expires_at)) + " ago");
     else
-        line(r.completed ? "retention left" : "lease left", describe(detail::saturating_difference(r.expires_at, r.now)));
+        line(r.completed ? "retention left" : "lease left",
+             describe(detail::saturating_difference(r.expires_at, r.now)));
     line("payload", r.completed ? fmt::format("{} bytes", r.payload_bytes) : std::string("none (in flight)"));
 }
 
 int inspect(const inspect_args& args) {
     const digest d = target(args);
     const database_url db = parse_database_url(args.url);
-    const auto record =
-        on_database(db, [&] { return open_store(db, open_mode::read_only)->inspect(d, args.payload); });
+    const auto record = on_database(db, [&] { return open_store(db, open_mode::read_only)->inspect(d, args.payload); });
     if (!record) {
         std::cerr << "idem: no record with key hash " << hex(std::span(d).first(8)) << " ("
                   << (d.size() == 32 ? "digest " : "SQL key_hash ") << hex(d) << ")\n";

@@ -11,7 +11,9 @@
 namespace idem::cli {
 namespace {
 
-std::vector<std::string_view> views(const std::vector<std::string>& ids) { return {ids.begin(), ids.end()}; }
+std::vector<std::string_view> views(const std::vector<std::string>& ids) {
+    return {ids.begin(), ids.end()};
+}
 
 }  // namespace
 

@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
     idem::cli::add_purge_command(app);
     idem::cli::add_key_commands(app, exit_code);
     idem::cli::add_inspect_command(app, exit_code);
-    for (const auto& usage_error : {idem::cli::non_utf8_argument(argc, argv), idem::cli::unknown_command(app, argc, argv)}) {
+    for (const auto& usage_error :
+         {idem::cli::non_utf8_argument(argc, argv), idem::cli::unknown_command(app, argc, argv)}) {
         if (!usage_error) continue;
         std::cerr << *usage_error << '\n';
         return 2;

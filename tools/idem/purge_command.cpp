@@ -14,9 +14,9 @@
 #include <fmt/format.h>
 
 #include "admin_commands.hpp"
-#include "idem/purge.hpp"
 #include "database_arg.hpp"
 #include "duration_arg.hpp"
+#include "idem/purge.hpp"
 
 namespace idem::cli {
 namespace {
@@ -90,11 +90,11 @@ void purge(store_admin& store, const purge_args& args, duration older_than) {
         progress.emplace(store.count_expired(older_than), bound, steady::now());
     // The library's purge loop: batches, the bound, the rest between batches.
     const purge_result r = idem::purge(store, {.batch = batch,
-                                              .max_rows = args.max_rows == 0 ? std::nullopt : std::optional(bound),
-                                              .older_than = older_than,
-                                              .progress = [&](const purge_progress& p) {
-                                                  if (progress) progress->update(p.deleted, false);
-                                              }});
+                                               .max_rows = args.max_rows == 0 ? std::nullopt : std::optional(bound),
+                                               .older_than = older_than,
+                                               .progress = [&](const purge_progress& p) {
+                                                   if (progress) progress->update(p.deleted, false);
+                                               }});
     const std::size_t deleted = r.deleted, batches = r.batches;
     if (progress) progress->update(deleted, true);
     const double elapsed = std::chrono::duration<double>(r.elapsed).count();

@@ -68,6 +68,6 @@ struct call_result {
 // max_retry_after) when longer. An invalid key, or a header holding NUL, CR or LF,
 // throws std::invalid_argument with nothing sent.
 [[nodiscard]] IDEM_API call_result send(httplib::Client& client, const outgoing_request& request,
-                               const retry_policy& policy = {});
+                                        const retry_policy& policy = {});
 
 }  // namespace idem::http

@@ -11,17 +11,17 @@
 #include <string>
 #include <string_view>
 
-#include "idem/http/message.hpp"
 #include "idem/export.hpp"
+#include "idem/http/message.hpp"
 
 namespace idem::http {
 
 [[nodiscard]] IDEM_API std::string request_fingerprint(std::string_view method, std::string_view target,
-                                              std::string_view body);
+                                                       std::string_view body);
 // The same with the parts of a multipart body (name, filename, content type and content
 // of each, in order), so the boundary a client picked does not matter. Without parts it
 // equals the overload above.
 [[nodiscard]] IDEM_API std::string request_fingerprint(std::string_view method, std::string_view target,
-                                              std::string_view body, std::span<const form_part> parts);
+                                                       std::string_view body, std::span<const form_part> parts);
 
 }  // namespace idem::http

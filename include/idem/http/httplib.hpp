@@ -43,7 +43,7 @@ struct IDEM_API httplib_options {
 // fingerprinted part by part. A header value holding NUL is answered 400
 // Request.HeaderInvalid in every mode, before anything runs.
 [[nodiscard]] IDEM_API httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler,
-                                         httplib_options options = {});
+                                                  httplib_options options = {});
 
 // Makes `server` safe for hostile input; takes its exception and pre-routing handlers:
 // - an exception from any handler is answered 500 problem+json (Server.InternalError)
@@ -58,6 +58,7 @@ IDEM_API void protect(httplib::Server& server, std::shared_ptr<telemetry_sink> t
 // Debian's cpp-httplib is a compiled library whose backlog is fixed at 5, so a burst
 // of connections otherwise waits out SYN retransmits (seconds each). The kernel caps
 // `backlog` at net.core.somaxconn. Throws std::system_error when it cannot bind.
-[[nodiscard]] IDEM_API int bind_with_backlog(httplib::Server& server, const std::string& host, int port, int backlog = 1024);
+[[nodiscard]] IDEM_API int bind_with_backlog(httplib::Server& server, const std::string& host, int port,
+                                             int backlog = 1024);
 
 }  // namespace idem::http

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "idem/export.hpp"
 #include "idem/executor.hpp"
+#include "idem/export.hpp"
 #include "idem/http/message.hpp"
 
 namespace idem::http {
@@ -39,18 +39,18 @@ struct IDEM_API layer_options {
     scope_resolver resolver = nullptr;
     unscoped_behavior unscoped = unscoped_behavior::reject;  // [live]
     std::string name_space = "http";
-    std::string profile = {};  // the profile the layer's calls resolve through ("" for none)
+    std::string profile = {};         // the profile the layer's calls resolve through ("" for none)
     idem::mode mode = mode::enforce;  // [live]
     // [live] How long a request holds its key when nobody settles it (crash, 503, exception).
     duration lease = std::chrono::minutes(1);
     duration retention = std::chrono::hours(24);                // [live]
     duration server_error_retention = std::chrono::minutes(5);  // [live] a 5xx after the endpoint ran
-    std::size_t max_stored_body = 1024 * 1024;  // larger responses are sent, not stored
+    std::size_t max_stored_body = 1024 * 1024;                  // larger responses are sent, not stored
     std::chrono::seconds retry_after = std::chrono::seconds(1);
     // Response headers replayed with the body (Set-Cookie never is).
-    std::vector<std::string> replayed_headers = {"Content-Type", "Content-Language", "Content-Location",
-                                                 "Location",     "ETag",             "Last-Modified",
-                                                 "Link",         "Cache-Control"};
+    std::vector<std::string> replayed_headers = {
+        "Content-Type", "Content-Language", "Content-Location", "Location", "ETag", "Last-Modified",
+        "Link",         "Cache-Control"};
 };
 
 // What the layer decided before running anything.

@@ -15,7 +15,7 @@ namespace idem::http {
 
 struct IDEM_API problem_code {
     int status;
-    std::string_view code;   // e.g. "Idempotency.KeyReused"
+    std::string_view code;  // e.g. "Idempotency.KeyReused"
     std::string_view title;
 };
 
@@ -37,8 +37,7 @@ inline constexpr problem_code rolled_back{503, "Idempotency.RolledBack",
                                           "The request failed and was rolled back; retry it with the same key"};
 inline constexpr problem_code header_invalid{400, "Request.HeaderInvalid", "A header field value holds a NUL byte"};
 // An exception escaped a handler; what it said is logged under the correlation id, never sent.
-inline constexpr problem_code internal_error{500, "Server.InternalError",
-                                             "The server failed to process the request"};
+inline constexpr problem_code internal_error{500, "Server.InternalError", "The server failed to process the request"};
 }  // namespace codes
 
 // A problem+json response with Cache-Control: no-store.
