@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Turns idem-bench and pgbench results (JSON lines on stdin) into the Markdown
-table the README shows. Rates are medians; ratios are idem / baseline (rate)."""
+table docs/performance.md shows. Rates are medians; ratios are idem / baseline (rate)."""
 import json
 import statistics
 import sys

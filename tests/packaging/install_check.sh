@@ -3,7 +3,7 @@
 # command in place. The installed command runs with no LD_LIBRARY_PATH, also
 # after the tree is moved (a --prefix install is the same tree elsewhere), and
 # programs build against the installed tree with pkg-config alone and with
-# CMake's pkg_check_modules, as README.md's "Use idem in your project" shows.
+# CMake's pkg_check_modules, as docs/building.md's "Use idem in your project" shows.
 # The .pc files of a SQLite user require nothing of PostgreSQL, and idem_sql
 # links no driver.
 #   install_check.sh BUILD_DIR COMPILER
@@ -18,7 +18,7 @@ meson install -C "$build" --destdir "$dest" --no-rebuild >/dev/null
 pcdir=$(dirname "$(find "$dest" -name idem.pc | head -1)")
 libdir=$(dirname "$pcdir")
 # pkg-config reads the .pc files from the destdir and puts the destdir before
-# every path in them: as README.md documents for a --destdir install.
+# every path in them: as docs/building.md documents for a --destdir install.
 export PKG_CONFIG_PATH=$pcdir PKG_CONFIG_SYSROOT_DIR=$dest
 
 # The command, with no LD_LIBRARY_PATH: its RUNPATH finds idem's libraries.
@@ -69,7 +69,7 @@ expect_replay() {
 expect_replay "$dest/consumer"
 echo "pkg-config consumer: executed replayed"
 
-# The README's idem::database example (examples/transfer), built against the
+# The documented idem::database example (examples/transfer), built against the
 # installed tree with pkg-config idem-database alone, then run on a SQLite file.
 if pkg-config --exists idem-database; then
   # shellcheck disable=SC2046
@@ -77,15 +77,15 @@ if pkg-config --exists idem-database; then
     -o "$dest/transfer"
   out=$(env LD_LIBRARY_PATH="$libdir" "$dest/transfer" --db "sqlite:$dest/bank.db" | tail -1)
   [ "$out" = "each transfer moved money exactly once" ] || { echo "the database example printed: $out"; exit 1; }
-  echo "pkg-config idem-database consumer (the README's transfer): $out"
+  echo "pkg-config idem-database consumer (the documented transfer): $out"
 fi
 
-# CMake, through pkg_check_modules (the README's CMakeLists.txt). The sysroot
+# CMake, through pkg_check_modules (the CMakeLists.txt of docs/building.md). The sysroot
 # stands for a whole system, so Debian's own .pc files (fmt, libcrypto) point
 # into it too, and CMake wants every include directory to exist.
 mkdir -p "$dest/cmake" "$dest/usr/include"
-sed -n '/^```cmake/,/^```$/p' "$(dirname "$0")/../../README.md" | sed '1d;$d' >"$dest/cmake/CMakeLists.txt"
-grep -q pkg_check_modules "$dest/cmake/CMakeLists.txt" || { echo "README.md has no CMake example"; exit 1; }
+sed -n '/^```cmake/,/^```$/p' "$(dirname "$0")/../../docs/building.md" | sed '1d;$d' >"$dest/cmake/CMakeLists.txt"
+grep -q pkg_check_modules "$dest/cmake/CMakeLists.txt" || { echo "docs/building.md has no CMake example"; exit 1; }
 cp "$dest/consumer.cpp" "$dest/cmake/main.cpp"
 cmake -S "$dest/cmake" -B "$dest/cmake/build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_FLAGS="${flags[*]}" >/dev/null
 cmake --build "$dest/cmake/build" >/dev/null

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # idem as a meson subproject: a parent project with idem in subprojects/ (and
-# the wrap file the README gives) finds idem's libraries by their pkg-config
+# the wrap file docs/building.md gives) finds idem's libraries by their pkg-config
 # names, builds only the libraries it uses, runs a consumer, and its
 # `meson test` carries none of idem's tests.
 #   subproject_check.sh SOURCE_ROOT
@@ -10,15 +10,15 @@ parent=$(mktemp -d)
 trap 'rm -rf "$parent"' EXIT
 mkdir "$parent/subprojects"
 ln -s "$root" "$parent/subprojects/idem"
-sed -n '/^```ini idem.wrap/,/^```$/p' "$root/README.md" | sed '1d;$d' >"$parent/subprojects/idem.wrap"
-grep -q '^\[provide\]' "$parent/subprojects/idem.wrap" || { echo "README.md has no idem.wrap block"; exit 1; }
-# The README's wrap fetches idem; here it is already in place, which meson takes as it is.
+sed -n '/^```ini idem.wrap/,/^```$/p' "$root/docs/building.md" | sed '1d;$d' >"$parent/subprojects/idem.wrap"
+grep -q '^\[provide\]' "$parent/subprojects/idem.wrap" || { echo "docs/building.md has no idem.wrap block"; exit 1; }
+# The documented wrap fetches idem; here it is already in place, which meson takes as it is.
 # Every library the wrap names is there by that name (this build has them all).
 names=$(sed -n 's/^dependency_names = //p' "$parent/subprojects/idem.wrap" | tr -d ' ' | sed "s/,/', '/g")
 cat >"$parent/meson.build" <<MESON
 project('consumer', 'cpp', default_options: ['cpp_std=c++20', 'buildtype=release'])
 executable('consumer', 'consumer.cpp', dependencies: [dependency('idem'), dependency('idem-sqlite')])
-# The README's idem::database example (examples/transfer), through dependency('idem-database').
+# The documented idem::database example (examples/transfer), through dependency('idem-database').
 executable('transfer', '$root/examples/transfer/main.cpp', dependencies: dependency('idem-database'))
 foreach name : ['$names']
   assert(dependency(name).found(), name)

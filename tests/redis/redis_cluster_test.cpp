@@ -265,13 +265,13 @@ TEST_CASE("redis cluster: the store's hash slot is the server's CLUSTER KEYSLOT,
     CHECK(raw.text({"CLUSTER", "KEYSLOT", storage_key}) == std::to_string(hash_slot("42")));
 }
 
-TEST_CASE("redis cluster: each key is on the master owning its slot; a hash tag co-locates keys; the README example") {
+TEST_CASE("redis cluster: each key is on the master owning its slot; a hash tag co-locates keys; the docs example") {
     const std::string source = read(IDEM_SOURCE_ROOT "/tests/redis/redis_cluster_test.cpp");
     const auto begin = source.find('\n', source.find("// readme:begin redis-cluster")) + 1;
     const auto end = source.find("// readme:end redis-cluster");
     REQUIRE(end != std::string::npos);
-    CHECK_MESSAGE(read(IDEM_SOURCE_ROOT "/README.md").find(source.substr(begin, end - begin)) != std::string::npos,
-                  "README.md does not show this file's redis-cluster example");
+    CHECK_MESSAGE(read(IDEM_SOURCE_ROOT "/docs/redis.md").find(source.substr(begin, end - begin)) != std::string::npos,
+                  "docs/redis.md does not show this file's redis-cluster example");
 
     auto& cluster = shared_cluster();
     // The first node named is not there: the next one answers.

@@ -1,4 +1,4 @@
-// The executor on the Redis store, and the README's Redis example, on the shared test server.
+// The executor on the Redis store, and the Redis example of docs/redis.md, on the shared test server.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -94,13 +94,13 @@ TEST_CASE("redis: 32 threads executing one key through the executor run the oper
     CHECK(replay.value() == "once");
 }
 
-TEST_CASE("redis: the README's Redis example is this code, and it sends one email per order") {
+TEST_CASE("redis: the Redis example of docs/redis.md is this code, and it sends one email per order") {
     const std::string source = read(IDEM_SOURCE_ROOT "/tests/redis/redis_executor_test.cpp");
     const auto begin = source.find('\n', source.find("// readme:begin redis-store")) + 1;
     const auto end = source.find("// readme:end redis-store");
     REQUIRE(end != std::string::npos);
-    CHECK_MESSAGE(read(IDEM_SOURCE_ROOT "/README.md").find(source.substr(begin, end - begin)) != std::string::npos,
-                  "README.md does not show this file's redis-store example");
+    CHECK_MESSAGE(read(IDEM_SOURCE_ROOT "/docs/redis.md").find(source.substr(begin, end - begin)) != std::string::npos,
+                  "docs/redis.md does not show this file's redis-store example");
 
     const auto at = idem::test::shared_redis();
     auto exec = make_executor(at.host, at.port);
