@@ -10,7 +10,7 @@
 //   auto source = std::make_shared<idem::options_source>(o);
 //   source->replace(reloaded);  // invalid: every call throws options_error until fixed
 //
-// Or from a JSON file (format in the README), read again on reload():
+// Or from a JSON file (format in docs/executor.md), read again on reload():
 //
 //   auto source = idem::options_source::from_json("/etc/payments/idem.json");
 //   source->reload();  // invalid file: the options in force stay; options_error names every field

@@ -199,7 +199,7 @@ TEST_CASE("client: through a server that stops and comes back, one key, applied 
     CHECK(log.all_equal(transfer.key, transfer.body));
 }
 
-TEST_CASE("client: the README example") {
+TEST_CASE("client: the example of docs/http.md") {
     test::loopback_server server;
     server.server.Post("/transfers", [](const httplib::Request& req, httplib::Response& res) {
         res.status = req.get_header_value("Authorization") == "Bearer c1" ? 201 : 401;

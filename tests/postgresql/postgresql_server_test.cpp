@@ -86,7 +86,7 @@ TEST_CASE("a server restarted during a run: typed errors, then recovery; no cras
                 while (!stop || retry) {
                     // Each form races its twin thread on its own keys: a one-statement run and a
                     // reservation made first on the same key wait on each other's rows, and
-                    // PostgreSQL breaks that deadlock only after deadlock_timeout (README, Limits).
+                    // PostgreSQL breaks that deadlock only after deadlock_timeout (docs/limits.md).
                     const std::string key = prefix_of(t) + std::to_string(done[me].load());
                     try {
                         bool ran = false;
