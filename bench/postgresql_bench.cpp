@@ -10,7 +10,7 @@
 #include <soci/soci.h>
 
 #include "bench.hpp"
-#include "idem/execute_in_transaction.hpp"
+#include "idem/detail/run_owned.hpp"
 #include "idem/postgresql_store.hpp"
 #include "idem/transaction_runner.hpp"
 #include "purge_bench.hpp"
@@ -90,15 +90,16 @@ void run_postgresql(const options& o, report& out) {
     const auto op_result = std::string("ok");
 
     const auto bare = [&] {
-        return measure([&](std::uint64_t) { db.runner->run([&](transaction&) { bank.transfer(next_id++); }); }, o.span);
+        return measure([&](std::uint64_t) { db.runner->run([&](unit_of_work&) { bank.transfer(next_id++); }); },
+                       o.span);
     };
     const auto fast = [&] {
         return measure(
             [&](std::uint64_t) {
                 const std::uint64_t id = next_id++;
-                require_executed(execute_in_transaction(
+                require_executed(idem::detail::execute_in_transaction(
                     enforce, *db.runner, key_of(id), "fp", {},
-                    [&](transaction&) {
+                    [&](unit_of_work&) {
                         bank.transfer(id);
                         return op_result;
                     },
@@ -111,9 +112,9 @@ void run_postgresql(const options& o, report& out) {
             return measure(
                 [&](std::uint64_t) {
                     const std::uint64_t id = next_id++;
-                    db.runner->run([&](transaction& tx) {
-                        require_executed(exec.execute(
-                            tx, key_of(id), "fp", {},
+                    db.runner->run([&](unit_of_work& tx) {
+                        require_executed(idem::detail::executor_access::execute_in(
+                            exec, tx, key_of(id), "fp", {},
                             [&] {
                                 bank.transfer(id);
                                 return op_result;
@@ -131,7 +132,7 @@ void run_postgresql(const options& o, report& out) {
                 require_executed(enforce.execute(
                     key_of(id), "fp", {},
                     [&] {
-                        db.runner->run([&](transaction&) { bank.transfer(id); });
+                        db.runner->run([&](unit_of_work&) { bank.transfer(id); });
                         return op_result;
                     },
                     codec));
@@ -140,13 +141,13 @@ void run_postgresql(const options& o, report& out) {
     };
     const std::string bare_name = "bare transfer (BEGIN, 2 UPDATE, INSERT, COMMIT), 1 connection";
     out.add({.group = "postgresql",
-             .name = "enforce, execute_in_transaction (the fast path)",
+             .name = "enforce, idem::detail::execute_in_transaction (the fast path)",
              .subject = "idem",
              .baseline = bare_name,
              .result = compare(fast, bare, o.rounds),
              .unit = "transfers/s"});
     out.add({.group = "postgresql",
-             .name = "enforce, runner.run + executor.execute(tx)",
+             .name = "enforce, runner.run + idem::detail::executor_access::execute_in(executor, tx)",
              .subject = "idem",
              .baseline = bare_name,
              .result = compare(inside(enforce), bare, o.rounds),
@@ -195,9 +196,9 @@ void run_postgresql(const options& o, report& out) {
         const auto replay_in_transaction = [&] {
             return measure(
                 [&](std::uint64_t) {
-                    if (execute_in_transaction(
+                    if (idem::detail::execute_in_transaction(
                             enforce, *db.runner, replayed, "fp", {.reserve_first = reserve_first},
-                            [](transaction&) { return std::string(); }, codec)
+                            [](unit_of_work&) { return std::string(); }, codec)
                             .status() != execution_status::replayed)
                         throw std::logic_error("not a replay");
                 },
@@ -247,9 +248,9 @@ void run_postgresql_clients(const options& o, int clients, report& out) {
                 rates[i] = measure(
                     [&](std::uint64_t) {
                         const std::uint64_t id = next_id++;
-                        require_executed(execute_in_transaction(
+                        require_executed(idem::detail::execute_in_transaction(
                             exec, *connections[i]->runner, key_of(id), "fp", {},
-                            [&](transaction&) {
+                            [&](unit_of_work&) {
                                 banks[i]->transfer(id);
                                 return std::string("ok");
                             },

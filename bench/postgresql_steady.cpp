@@ -15,7 +15,7 @@
 #include <soci/soci.h>
 
 #include "bench.hpp"
-#include "idem/execute_in_transaction.hpp"
+#include "idem/detail/run_owned.hpp"
 #include "idem/postgresql_store.hpp"
 #include "idem/transaction_runner.hpp"
 #include "pq.hpp"
@@ -171,9 +171,9 @@ void bare(client& c, std::uint64_t id) {
 // By default the lookup with BEGIN, the work, the completed record with COMMIT;
 // `reserve_first` as before the one-statement form (reserve, work, complete).
 void idem_fast_path(executor& exec, client& c, std::uint64_t id, bool reserve_first = false) {
-    require_executed(execute_in_transaction(
+    require_executed(idem::detail::execute_in_transaction(
         exec, *c.runner, transfer_key(id), "fp", {.reserve_first = reserve_first},
-        [&](transaction&) {
+        [&](unit_of_work&) {
             c.transfer(id);
             return std::string("ok");
         },

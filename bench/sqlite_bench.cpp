@@ -51,7 +51,7 @@ void run_sqlite(const options& o, report& out) {
         const auto key_of = [](std::uint64_t id) { return record_key("bench.transfer", "t-" + std::to_string(id)); };
 
         const auto bare = [&] {
-            return measure([&](std::uint64_t) { db.runner->run([&](transaction&) { bank.transfer(next++); }); },
+            return measure([&](std::uint64_t) { db.runner->run([&](unit_of_work&) { bank.transfer(next++); }); },
                            o.span);
         };
         const auto inside = [&](executor& exec) {
@@ -60,9 +60,9 @@ void run_sqlite(const options& o, report& out) {
                     [&](std::uint64_t) {
                         const std::uint64_t id = next++;
                         const record_key key = key_of(id);
-                        db.runner->run([&](transaction& tx) {
-                            require_executed(exec.execute(
-                                tx, key, "fp", {},
+                        db.runner->run([&](unit_of_work& tx) {
+                            require_executed(idem::detail::executor_access::execute_in(
+                                exec, tx, key, "fp", {},
                                 [&] {
                                     bank.transfer(id);
                                     return std::string("ok");
@@ -81,7 +81,7 @@ void run_sqlite(const options& o, report& out) {
                     require_executed(enforce.execute(
                         key, "fp", {},
                         [&] {
-                            db.runner->run([&](transaction&) { bank.transfer(id); });
+                            db.runner->run([&](unit_of_work&) { bank.transfer(id); });
                             return std::string("ok");
                         },
                         codec));
@@ -142,11 +142,11 @@ void run_sqlite(const options& o, report& out) {
     // Purge: a million expired rows, written straight into the table.
     constexpr std::size_t expired_rows = 1'000'000;
     sqlite_setup purge(o, "purge", sqlite_synchronous::normal);
-    purge.runner->run([&](transaction& tx) {
-        tx.session() << "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :rows) "
-                        "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
-                        "expires_at, updated_at) SELECT randomblob(16), 'bench.purge', 'fp', "
-                        "'token', 1, x'', 1000 + i % 1000, 0 FROM n",
+    purge.runner->run([&](unit_of_work& tx) {
+        tx.sql() << "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :rows) "
+                    "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
+                    "expires_at, updated_at) SELECT randomblob(16), 'bench.purge', 'fp', "
+                    "'token', 1, x'', 1000 + i % 1000, 0 FROM n",
             soci::use(expired_rows);
     });
     measure_purge(*purge.store, expired_rows, "sqlite", out);

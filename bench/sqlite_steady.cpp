@@ -16,7 +16,7 @@
 #include <soci/sqlite3/soci-sqlite3.h>
 
 #include "bench.hpp"
-#include "idem/execute_in_transaction.hpp"
+#include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
 #include "idem/sqlite_store.hpp"
 #include "idem/transaction_runner.hpp"
@@ -209,9 +209,9 @@ void bare(bank& b, std::uint64_t id) {
 // execute_in_transaction: by default the lookup, the work and one INSERT;
 // `reserve_first` as before the one-statement form (reserve, work, complete).
 void idem_inside(bank& b, executor& exec, std::uint64_t id, bool reserve_first = false) {
-    require_executed(execute_in_transaction(
+    require_executed(idem::detail::execute_in_transaction(
         exec, *b.runner, transfer_key(id), "fp", {.reserve_first = reserve_first},
-        [&](transaction&) {
+        [&](unit_of_work&) {
             b.transfer(id);
             return std::string("ok");
         },

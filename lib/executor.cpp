@@ -43,7 +43,7 @@ transactional_record_store* joinable(record_store& store) {
 // One call of the executor: the resolved settings, the store, and the steps of each mode.
 class attempt {
 public:
-    attempt(record_store& store, transaction* tx, telemetry_sink& telemetry, const record_key& key,
+    attempt(record_store& store, unit_of_work* tx, telemetry_sink& telemetry, const record_key& key,
             std::string_view fingerprint, const resolved_options& settings, const execution_options& call,
             detail::erased_operation operation, std::stop_token stop, detail::owned_run* owned)
         : store_(store),
@@ -288,7 +288,7 @@ private:
 
     record_store& store_;
     transactional_record_store* joined_;
-    transaction* tx_;
+    unit_of_work* tx_;
     telemetry_sink& telemetry_;
     const record_key& key_;
     std::string_view fingerprint_;
@@ -328,7 +328,7 @@ mode executor::resolve_mode(const execution_options& options) const {
     return options_->resolve(options).mode;
 }
 
-detail::verdict executor::run_erased(transaction* tx, const record_key& key, std::string_view fingerprint,
+detail::verdict executor::run_erased(unit_of_work* tx, const record_key& key, std::string_view fingerprint,
                                      const execution_options& options, detail::erased_operation operation,
                                      std::stop_token stop, detail::owned_run* owned) {
     const resolved_options settings = options_->resolve(options);

@@ -39,6 +39,7 @@ std::string_view to_string(entry_point e) noexcept {
         case entry_point::executor: return "executor";
         case entry_point::inbox: return "inbox";
         case entry_point::http: return "http";
+        case entry_point::webhook: return "webhook";
     }
     return "unknown";
 }

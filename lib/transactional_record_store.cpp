@@ -5,7 +5,7 @@
 namespace idem {
 namespace {
 
-void require_active(const transaction& tx) {
+void require_active(const unit_of_work& tx) {
     if (tx.state() != transaction_state::active)
         throw std::logic_error("idem: the transaction is " + std::string(to_string(tx.state())) + ", not active");
 }
@@ -22,7 +22,7 @@ std::string_view to_string(transaction_state state) noexcept {
     return "unknown";
 }
 
-reservation transactional_record_store::try_reserve(transaction& tx, const record_key& key,
+reservation transactional_record_store::try_reserve(unit_of_work& tx, const record_key& key,
                                                     std::string_view fingerprint, duration lease) {
     detail::check_fingerprint(fingerprint);
     detail::check_duration(lease, "lease");
@@ -30,7 +30,7 @@ reservation transactional_record_store::try_reserve(transaction& tx, const recor
     return do_try_reserve_in(tx, key, fingerprint, lease);
 }
 
-bool transactional_record_store::complete(transaction& tx, const record_key& key, std::string_view token,
+bool transactional_record_store::complete(unit_of_work& tx, const record_key& key, std::string_view token,
                                           std::string_view fingerprint, std::string_view payload, duration retention) {
     detail::check_token(token);
     detail::check_fingerprint(fingerprint);
@@ -39,20 +39,20 @@ bool transactional_record_store::complete(transaction& tx, const record_key& key
     return do_complete_in(tx, key, token, fingerprint, payload, retention);
 }
 
-bool transactional_record_store::release(transaction& tx, const record_key& key, std::string_view token) {
+bool transactional_record_store::release(unit_of_work& tx, const record_key& key, std::string_view token) {
     detail::check_token(token);
     require_active(tx);
     return do_release_in(tx, key, token);
 }
 
-record_lookup transactional_record_store::look_up(transaction& tx, const record_key& key,
+record_lookup transactional_record_store::look_up(unit_of_work& tx, const record_key& key,
                                                   std::string_view fingerprint) {
     detail::check_fingerprint(fingerprint);
     require_active(tx);
     return do_look_up_in(tx, key, fingerprint);
 }
 
-void transactional_record_store::insert(transaction& tx, const record_key& key, std::string_view fingerprint,
+void transactional_record_store::insert(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                         std::optional<std::string_view> payload, duration span) {
     detail::check_fingerprint(fingerprint);
     detail::check_duration(span, payload ? "retention" : "lease");
@@ -60,11 +60,11 @@ void transactional_record_store::insert(transaction& tx, const record_key& key, 
     do_insert_in(tx, key, fingerprint, payload, span);
 }
 
-record_lookup transactional_record_store::do_look_up_in(transaction&, const record_key&, std::string_view) {
+record_lookup transactional_record_store::do_look_up_in(unit_of_work&, const record_key&, std::string_view) {
     return {record_lookup::found::reserve, {}};
 }
 
-void transactional_record_store::do_insert_in(transaction&, const record_key&, std::string_view,
+void transactional_record_store::do_insert_in(unit_of_work&, const record_key&, std::string_view,
                                               std::optional<std::string_view>, duration) {
     throw std::logic_error("idem: this store has no one-statement record form; look_up() answers reserve");
 }

@@ -103,6 +103,22 @@ std::string hmac_sha256_hex(std::string_view secret, std::string_view body) {
     return idem::detail::hex(idem::detail::hmac_sha256(secret, body));
 }
 
+std::string sign_timestamped(std::span<const std::string> secrets, std::string_view body, time_point at,
+                             std::string_view version) {
+    if (secrets.empty()) throw std::invalid_argument("idem: signing needs at least one secret");
+    const std::string t =
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(at.time_since_epoch()).count());
+    std::string signed_text;
+    signed_text.reserve(t.size() + 1 + body.size());
+    signed_text.append(t).append(".").append(body);
+    std::string value = "t=" + t;
+    for (const auto& secret : secrets) {
+        if (secret.empty()) throw std::invalid_argument("idem: a webhook secret is empty");
+        value.append(",").append(version).append("=").append(hmac_sha256_hex(secret, signed_text));
+    }
+    return value;
+}
+
 bool signature_matches(std::string_view secret, std::string_view body, std::string_view signature_hex) noexcept {
     std::array<std::byte, 32> given{};
     if (signature_hex.size() != given.size() * 2) return false;
@@ -226,7 +242,7 @@ std::variant<receiver::accepted, answer> receiver::admit(const delivery& d) cons
 answer receiver::respond(std::string_view id, const execution<handler_result>& e) const {
     if (e.status() == execution_status::in_flight)
         return {409, verdict::in_flight,
-                text_of(answer_json(id, verdict::in_flight, "another delivery is being handled"))};
+                text_of(answer_json(id, verdict::in_flight, "another delivery is being handled")), std::nullopt, 1};
     if (!e.has_value())  // key_reused cannot happen: the fingerprint is constant
         throw std::logic_error("idem: a webhook event key was reused");
     const handler_result& r = e.value();
@@ -243,11 +259,13 @@ answer receiver::respond(std::string_view id, const execution<handler_result>& e
     json body = answer_json(id, v, r.detail());
     if (v == verdict::duplicate)
         body["first"] = r.outcome() == handler_result::kind::applied ? "applied" : "permanent_failure";
-    return {status, v, text_of(body), r};
+    return {status, v, text_of(body), r, status == 503 ? 1 : 0};
 }
 
-bool receiver::is_transient(const execution<handler_result>& e) noexcept {
-    return e.has_value() && e.value().outcome() == handler_result::kind::transient_failure;
+execution_options receiver::call_options() const {
+    execution_options o = options_.execution;
+    o.entry = entry_point::webhook;
+    return o;
 }
 
 }  // namespace idem::webhook

@@ -1,9 +1,13 @@
-// Process a message once: a consumer whose broker redelivers.
-#include <idem/idem.hpp>
-#include <idem/memory_store.hpp>
+// Process a message once: a consumer whose broker redelivers, writing each
+// invoice and the message's record in one SQLite transaction.
+#include <soci/soci.h>
+#include <idem/database.hpp>
+#include <idem/inbox.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <iostream>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,10 +20,12 @@ struct message {
 // readme:begin process-once
 enum class ack { ack, redeliver_later };
 
-ack on_invoice_created(idem::inbox& box, const message& msg, std::vector<std::string>& invoices) {
-    const auto status = box.process("billing.invoice-created", msg.id, idem::scope::tenant(msg.tenant),
-                                    [&] { invoices.push_back(msg.body); });  // the side effect
-    switch (status) {
+ack on_invoice_created(idem::inbox& box, idem::database& db, const message& msg) {
+    const auto done = box.process(db, "billing.invoice-created", msg.id, idem::scope::tenant(msg.tenant),
+                                  [&](idem::unit_of_work& uow) {  // the side effect, in the same transaction
+                                      uow.sql() << "INSERT INTO invoices (body) VALUES (:b)", soci::use(msg.body);
+                                  });
+    switch (done.status()) {
         case idem::execution_status::executed:  // processed now
         case idem::execution_status::replayed:  // a duplicate: acknowledge it
             return ack::ack;
@@ -30,15 +36,24 @@ ack on_invoice_created(idem::inbox& box, const message& msg, std::vector<std::st
 // readme:end process-once
 
 int main() {
-    idem::executor exec(std::make_shared<idem::memory_store>());
-    idem::inbox box(exec);
-    std::vector<std::string> invoices;
+    const auto file = std::filesystem::temp_directory_path() / ("idem-consumer-" + std::to_string(::getpid()) + ".db");
+    std::filesystem::remove(file);
+    idem::database db = idem::database::open("sqlite:" + file.string());
+    db.migrate();
+    db.transact([](idem::unit_of_work& uow) { uow.sql() << "CREATE TABLE invoices (body TEXT NOT NULL)"; });
+    idem::inbox box(db.executor());
     const std::vector<message> deliveries{
         {"m-1", "acme", "invoice 1"}, {"m-2", "acme", "invoice 2"}, {"m-1", "acme", "invoice 1 (redelivered)"}};
     for (const auto& msg : deliveries) {
-        const ack a = on_invoice_created(box, msg, invoices);
+        const ack a = on_invoice_created(box, db, msg);
         std::cout << msg.id << ": " << (a == ack::ack ? "ack" : "redeliver later") << "\n";
     }
-    std::cout << invoices.size() << " invoices created\n";
-    return invoices.size() == 2 ? 0 : 1;
+    const long long invoices = db.read([](soci::session& sql) {
+        long long n = 0;
+        sql << "SELECT COUNT(*) FROM invoices", soci::into(n);
+        return n;
+    });
+    std::cout << invoices << " invoices created\n";
+    std::filesystem::remove(file);
+    return invoices == 2 ? 0 : 1;
 }

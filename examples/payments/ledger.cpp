@@ -2,6 +2,8 @@
 
 #include <soci/soci.h>
 
+#include <nlohmann/json.hpp>
+
 #include "request.hpp"
 
 namespace payments {
@@ -77,15 +79,31 @@ void move_money(idem::unit_of_work& uow, const std::string& id, const std::strin
         soci::use(from), soci::use(to), soci::use(amount);
 }
 
-bool deposit(idem::unit_of_work& uow, const std::string& event_id, const std::string& account, long long amount,
-             std::string& why_not) {
-    if (!add(uow.sql(), account, amount)) {
-        why_not = balance_of(uow.sql(), account) < 0 ? "unknown account" : "the account is at its limit";
-        return false;
+idem::webhook::handler_result apply_deposit(idem::unit_of_work& uow, std::string_view event_id, std::string_view body) {
+    using idem::webhook::handler_result;
+    std::string account;
+    long long amount = 0;
+    try {
+        const nlohmann::json event = parse_object(std::string(body), {"id", "account", "amount"});
+        if (id_field(event, "id") != event_id) return handler_result::permanent_failure("the event id is malformed");
+        account = id_field(event, "account");
+        amount = cents_field(event, "amount", 1, max_amount);
+    } catch (const rejected& r) {
+        return handler_result::permanent_failure(r.what());
     }
-    uow.sql() << "INSERT INTO deposits (event_id, account, amount) VALUES (:e, :a, :m)", soci::use(event_id),
-        soci::use(account), soci::use(amount);
-    return true;
+    soci::session& sql = uow.sql();
+    const std::string id(event_id);
+    // The event claims its row first: a redelivery finds it and writes nothing.
+    if (changed_rows((sql.prepare << "INSERT INTO deposits (event_id, account, amount) VALUES (:e, :a, :m) "
+                                     "ON CONFLICT (event_id) DO NOTHING",
+                      soci::use(id), soci::use(account), soci::use(amount))) == 0)
+        return handler_result::applied("already applied");
+    if (add(sql, account, amount)) return handler_result::applied();
+    // A transient failure rolls the claim back with everything else; a permanent one
+    // commits, so it withdraws the claim itself.
+    if (balance_of(sql, account) < 0) return handler_result::transient_failure("unknown account");
+    sql << "DELETE FROM deposits WHERE event_id = :e", soci::use(id);
+    return handler_result::permanent_failure("the account is at its limit");
 }
 
 }  // namespace payments

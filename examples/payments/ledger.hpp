@@ -5,6 +5,7 @@
 #pragma once
 
 #include <idem/database.hpp>
+#include <idem/webhook.hpp>
 
 #include <string>
 
@@ -23,9 +24,12 @@ long long balance_of(soci::session& sql, const std::string& id);
 void move_money(idem::unit_of_work& uow, const std::string& id, const std::string& from, const std::string& to,
                 long long amount);
 
-// Credits a provider deposit; false (nothing written) when the account is
-// unknown or would pass max_balance: a permanent failure of that event.
-bool deposit(idem::unit_of_work& uow, const std::string& event_id, const std::string& account, long long amount,
-             std::string& why_not);
+// Credits the deposit a provider event `body` (with id `event_id`) announces, once:
+// - applied: credited now, or found applied already (the deposits row, keyed by the
+//   event id, dedupes redeliveries even where no idempotency record does: Off, Observe);
+// - permanent failure, nothing written: a malformed event, or an amount past a limit;
+// - transient failure: the account does not exist yet. Events arrive out of order, so
+//   the provider is asked to redeliver (503) once it may have been opened.
+idem::webhook::handler_result apply_deposit(idem::unit_of_work& uow, std::string_view event_id, std::string_view body);
 
 }  // namespace payments

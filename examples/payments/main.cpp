@@ -3,7 +3,7 @@
 //
 //   idem-payments [--db URL] [--host ADDR] [--port N] [--threads N] [--backlog N]
 //                 [--mode off|observe|enforce | --options FILE] [--lease SECONDS]
-//                 [--webhook-secret SECRET] [--processing-delay MS] [--transaction-pooler]
+//                 [--webhook-secret SECRET]... [--processing-delay MS] [--transaction-pooler]
 //
 // GET /metrics serves the idempotency decisions in the Prometheus text format.
 // With --options, SIGHUP reads the file again: the mode (and every other option)
@@ -43,7 +43,7 @@ struct flags {
     int backlog = 1024;
     std::string mode = "enforce";
     std::string options_file;
-    std::string webhook_secret = "whsec-demo";
+    std::vector<std::string> webhook_secrets;
     int processing_delay_ms = 0;
 };
 
@@ -99,7 +99,9 @@ int main(int argc, char** argv) {
     app.add_option("--backlog", f.backlog, "Connections that may wait to be accepted")
         ->check(CLI::Range(1, 65535))
         ->capture_default_str();
-    app.add_option("--webhook-secret", f.webhook_secret, "The provider's HMAC-SHA256 signing secret")
+    app.add_option("--webhook-secret", f.webhook_secrets,
+                   "The provider's HMAC-SHA256 signing secret (repeat it while rotating: any one verifies); "
+                   "default whsec-demo")
         ->check([](const std::string& s) { return s.empty() ? std::string("must not be empty") : std::string(); });
     app.add_option("--processing-delay", f.processing_delay_ms,
                    "Milliseconds of simulated fraud check per transfer (shows 409 for concurrent retries)")
@@ -144,7 +146,8 @@ int main(int argc, char** argv) {
                                                         .transaction_pooler = f.transaction_pooler});
         db.migrate();
         payments::create_schema(db);
-        payments::service svc(db, {.webhook_secret = f.webhook_secret,
+        if (f.webhook_secrets.empty()) f.webhook_secrets.emplace_back("whsec-demo");
+        payments::service svc(db, {.webhook_secrets = f.webhook_secrets,
                                    .processing_delay = std::chrono::milliseconds(f.processing_delay_ms)});
         httplib::Server server;
         const auto threads = static_cast<std::size_t>(f.threads);

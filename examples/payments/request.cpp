@@ -51,6 +51,17 @@ std::string path_id(const std::string& text, const char* what) {
     return text;
 }
 
+bool is_json_media_type(std::string_view content_type) {
+    const std::string_view type = content_type.substr(0, content_type.find(';'));
+    std::size_t begin = 0, end = type.size();
+    while (begin < end && (type[begin] == ' ' || type[begin] == '\t')) ++begin;
+    while (end > begin && (type[end - 1] == ' ' || type[end - 1] == '\t')) --end;
+    constexpr std::string_view json = "application/json";
+    return end - begin == json.size() && std::equal(json.begin(), json.end(), type.begin() + begin, [](char a, char b) {
+               return a == (b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : b);
+           });
+}
+
 std::optional<std::string> bearer_client(std::string_view authorization) {
     constexpr std::string_view scheme = "Bearer ";
     if (!authorization.starts_with(scheme) || !is_id(authorization.substr(scheme.size()))) return std::nullopt;

@@ -33,6 +33,9 @@ std::string id_field(const nlohmann::json& j, const char* name);
 long long cents_field(const nlohmann::json& j, const char* name, long long minimum, long long maximum);
 // An id taken from a URL path, checked like id_field (404 when it cannot be one).
 std::string path_id(const std::string& text, const char* what);
+// Whether a Content-Type names JSON: application/json, in any case, with or
+// without parameters ("application/json; charset=utf-8").
+bool is_json_media_type(std::string_view content_type);
 // The demo's authentication: the client named by an Authorization header
 // "Bearer CLIENT", where CLIENT is an id as above; nothing for any other value.
 std::optional<std::string> bearer_client(std::string_view authorization);

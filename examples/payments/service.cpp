@@ -2,10 +2,7 @@
 
 #include <httplib.h>
 #include <soci/soci.h>
-#include <idem/http/fingerprint.hpp>
 #include <idem/http/httplib.hpp>
-#include <idem/http/key_header.hpp>
-#include <idem/webhook.hpp>
 #include <nlohmann/json.hpp>
 
 #include <csignal>
@@ -62,33 +59,50 @@ void crash_point(const char* step) {
     if (chosen != nullptr && std::string_view(chosen) == step) std::raise(SIGKILL);
 }
 
+// The write routes take JSON only: anything else is 415, before idempotency is
+// involved (so a client that fixes the header may retry with the same key).
+httplib::Server::Handler json_only(httplib::Server::Handler handler) {
+    return [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+        if (!is_json_media_type(req.get_header_value("Content-Type")))
+            return send_problem(res, 415, "Payments.UnsupportedMediaType", "the body must be application/json");
+        handler(req, res);
+    };
+}
+
 }  // namespace
 
 service::service(idem::database& db, service_options options)
-    : db_(db), options_(std::move(options)), layer_(db.executor(), {.resolver = idem::scopes::client()}) {}
+    : db_(db),
+      options_(std::move(options)),
+      layer_(db.executor(), {.resolver = idem::scopes::client()}),
+      provider_(db.executor(), {.provider = "provider",
+                                .scheme = idem::webhook::timestamped_signature{.header = "Provider-Signature"},
+                                .secrets = options_.webhook_secrets,
+                                .identify = idem::webhook::id_from_json("id", idem::scope::custom("provider", "demo")),
+                                .execution = {.retention = std::chrono::days(30)}}) {}
 
 void service::mount(httplib::Server& server) {
     const idem::http::httplib_options auth{.claims_of = claims_of};
 
     // POST /accounts {"id": "alice", "balance": 10000}: opening balance in cents.
-    server.Post("/accounts",
-                idem::http::idempotent(
-                    layer_,
-                    [this](const httplib::Request& req, httplib::Response& res) {
-                        try {
-                            const json body = parse_object(req.body, {"id", "balance"});
-                            const std::string id = id_field(body, "id");
-                            const long long balance =
-                                body.contains("balance") ? cents_field(body, "balance", 0, max_balance) : 0;
-                            if (!db_.transact([&](idem::unit_of_work& uow) { return open_account(uow, id, balance); }))
-                                throw rejected(409, "Payments.AccountExists", "the account exists");
-                            res.set_header("Location", "/accounts/" + id);
-                            send_json(res, 201, {{"id", id}, {"balance", balance}});
-                        } catch (const rejected& r) {
-                            send_problem(res, r);
-                        }
-                    },
-                    auth));
+    server.Post("/accounts", json_only(idem::http::idempotent(
+                                 layer_, db_,
+                                 [](idem::unit_of_work& uow, const httplib::Request& req, httplib::Response& res) {
+                                     try {
+                                         const json body = parse_object(req.body, {"id", "balance"});
+                                         const std::string id = id_field(body, "id");
+                                         const long long balance = body.contains("balance")
+                                                                       ? cents_field(body, "balance", 0, max_balance)
+                                                                       : 0;
+                                         if (!open_account(uow, id, balance))
+                                             throw rejected(409, "Payments.AccountExists", "the account exists");
+                                         res.set_header("Location", "/accounts/" + id);
+                                         send_json(res, 201, {{"id", id}, {"balance", balance}});
+                                     } catch (const rejected& r) {
+                                         send_problem(res, r);
+                                     }
+                                 },
+                                 auth)));
 
     server.Get(R"(/accounts/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
         try {
@@ -104,14 +118,13 @@ void service::mount(httplib::Server& server) {
     });
 
     // POST /transfers {"from": "alice", "to": "bob", "amount": 2500} with an Idempotency-Key.
-    // The layer answers retries (replay, 409, 422) before any business table is touched;
-    // inside, the transfer and its own record share one transaction (db.once), so even a
-    // retry after the layer's lease ran out cannot move the money twice. A failure of the
-    // database that rolled everything back propagates: the layer frees the key at once.
+    // The transfer and its record share one unit of work: the layer answers a retry
+    // with the stored response, a concurrent duplicate waits for the first and gets
+    // its replay, and a refusal (422 insufficient funds) rolls back what was written.
     server.Post("/transfers",
-                idem::http::idempotent(
-                    layer_,
-                    [this](const httplib::Request& req, httplib::Response& res) {
+                json_only(idem::http::idempotent(
+                    layer_, db_,
+                    [this](idem::unit_of_work& uow, const httplib::Request& req, httplib::Response& res) {
                         try {
                             const json body = parse_object(req.body, {"from", "to", "amount"});
                             const std::string from = id_field(body, "from"), to = id_field(body, "to");
@@ -120,36 +133,17 @@ void service::mount(httplib::Server& server) {
                                 throw rejected(400, "Payments.SameAccount", "from and to are the same account");
                             if (options_.processing_delay.count() > 0)
                                 std::this_thread::sleep_for(options_.processing_delay);
-
-                            const std::string client = claims_of(req).at("client_id");
-                            const std::string key =
-                                idem::http::parse_key_header(
-                                    std::vector<std::string_view>{req.get_header_value("Idempotency-Key")})
-                                    .key;
-                            const idem::record_key record("payments.transfer", idem::scope::client(client), key);
-                            auto e = db_.once(
-                                record, idem::http::request_fingerprint("POST", req.target, req.body),
-                                [&](idem::unit_of_work& uow) {
-                                    crash_point("after_reserve");
-                                    const std::string id = new_id("tr_");
-                                    move_money(uow, id, from, to, amount);
-                                    crash_point("after_writes");
-                                    return json{{"id", id}, {"from", from}, {"to", to}, {"amount", amount}}.dump();
-                                });
-                            if (e.status() == idem::execution_status::key_reused)
-                                throw rejected(422, "Idempotency.KeyReused", "this key was used for another transfer");
-                            if (!e.has_value())
-                                throw rejected(409, "Idempotency.InFlight", "this transfer is still being processed");
-                            crash_point("after_commit");
-                            const json receipt = json::parse(e.value());
-                            res.set_header("Location", "/transfers/" + receipt["id"].get<std::string>());
-                            res.status = 201;
-                            res.set_content(e.value(), "application/json");
+                            crash_point("before_writes");
+                            const std::string id = new_id("tr_");
+                            move_money(uow, id, from, to, amount);
+                            crash_point("after_writes");
+                            res.set_header("Location", "/transfers/" + id);
+                            send_json(res, 201, {{"id", id}, {"from", from}, {"to", to}, {"amount", amount}});
                         } catch (const rejected& r) {
                             send_problem(res, r);
                         }
                     },
-                    auth));
+                    auth)));
 
     server.Get(R"(/transfers/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
         try {
@@ -170,38 +164,32 @@ void service::mount(httplib::Server& server) {
         }
     });
 
-    // POST /webhooks/provider: a signed deposit event {"id": "evt_1", "account": "alice", "amount": 500}.
-    // The signature is checked over the raw bytes before the event id is claimed. The
-    // deposit and the event's record commit together; a redelivery gets the same answer.
-    // An event that can never apply (unknown account, balance limit) is answered 200
-    // with the failure stored, so the provider stops redelivering it; a failure of the
-    // database stores nothing and answers 503, so the provider redelivers.
-    server.Post("/webhooks/provider", [this](const httplib::Request& req, httplib::Response& res) {
-        try {
-            if (!idem::webhook::signature_matches(options_.webhook_secret, req.body,
-                                                  req.get_header_value("X-Signature")))
-                throw rejected(401, "Payments.BadSignature", "the signature does not match the body");
-            const json event = parse_object(req.body, {"id", "account", "amount"});
-            const std::string id = id_field(event, "id"), account = id_field(event, "account");
-            const long long amount = cents_field(event, "amount", 1, max_amount);
-            const auto record = idem::webhook::event_key("provider", id, idem::scope::custom("provider", "demo"));
-            auto e = db_.once(record, idem::webhook::fingerprint,
-                              [&](idem::unit_of_work& uow) {
-                                  std::string why_not;
-                                  if (!deposit(uow, id, account, amount, why_not))
-                                      return json{{"event", id}, {"applied", false}, {"reason", why_not}}.dump();
-                                  return json{{"event", id}, {"applied", true}}.dump();
-                              },
-                              {.retention = std::chrono::days(30)});
-            if (!e.has_value()) throw rejected(409, "Idempotency.InFlight", "this event is still being processed");
-            res.set_header("Idempotent-Replayed", e.status() == idem::execution_status::replayed ? "true" : "false");
-            res.status = 200;
-            res.set_content(e.value(), "application/json");
-        } catch (const rejected& r) {
-            send_problem(res, r);
-        } catch (const idem::error&) {
-            send_unavailable(res);
-        }
+    // POST /webhooks/provider: a deposit event {"id": "evt_1", "account": "alice", "amount": 500},
+    // signed "Provider-Signature: t=<unix seconds>,v1=<hex>". The receiver verifies the
+    // signature before it claims the event id, and answers as providers expect: 200 for
+    // an event applied or refused for good (a redelivery replays it), 503 for one that may
+    // apply later (an account not opened yet: its writes rolled back, the provider redelivers).
+    server.Post("/webhooks/provider", json_only([this](const httplib::Request& req, httplib::Response& res) {
+                    const std::string signature = req.get_header_value("Provider-Signature");
+                    const idem::webhook::delivery d{.body = req.body, .headers = {{"Provider-Signature", signature}}};
+                    try {
+                        const idem::webhook::answer a =
+                            provider_.handle(db_, d, [](idem::unit_of_work& uow, const idem::webhook::event& e) {
+                                return apply_deposit(uow, e.id, e.body);
+                            });
+                        if (a.retry_after > 0) res.set_header("Retry-After", std::to_string(a.retry_after));
+                        if (a.verdict == idem::webhook::verdict::duplicate)
+                            res.set_header("Idempotent-Replayed", "true");
+                        res.status = a.status;
+                        res.set_content(a.body, "application/json");
+                    } catch (const idem::error&) {
+                        send_unavailable(res);  // rolled back or in doubt: the provider redelivers
+                    }
+                }));
+
+    // The answer has been committed; the process may die before it is sent.
+    server.set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+        if (req.path == "/transfers" && res.status == 201) crash_point("after_commit");
     });
 }
 

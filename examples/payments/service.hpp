@@ -1,13 +1,17 @@
 // The payments service: accounts, idempotent transfers and a signed provider
-// webhook, over HTTP (cpp-httplib), on one idem::database.
+// webhook, over HTTP (cpp-httplib), on one idem::database. Every write route
+// runs in a unit of work that also holds its idempotency record: one record and
+// one transaction per request.
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <idem/database.hpp>
 #include <idem/http/layer.hpp>
+#include <idem/webhook.hpp>
 
 namespace httplib {
 class Server;
@@ -16,8 +20,9 @@ class Server;
 namespace payments {
 
 struct service_options {
-    std::string webhook_secret;
-    // Simulates a slow fraud check before each transfer, to make concurrent retries visible (409).
+    // The provider's signing secrets: any one verifies (rotation: add the new one, then drop the old).
+    std::vector<std::string> webhook_secrets;
+    // Simulates a slow fraud check inside each transfer, to make concurrent retries visible.
     std::chrono::milliseconds processing_delay{0};
 };
 
@@ -30,7 +35,8 @@ public:
 private:
     idem::database& db_;
     service_options options_;
-    idem::http::idempotency_layer layer_;  // the Idempotency-Key contract in front of the endpoints
+    idem::http::idempotency_layer layer_;  // the Idempotency-Key contract in front of the write routes
+    idem::webhook::receiver provider_;     // signed provider events, each applied once
 };
 
 }  // namespace payments

@@ -1,38 +1,39 @@
 // Provider webhooks applied once: Stripe-style signed deliveries, redelivered,
-// replayed late and failing, answered the way the provider expects.
-#include <idem/idem.hpp>
-#include <idem/memory_store.hpp>
+// replayed late, arriving before the account they credit, answered the way the
+// provider expects; each deposit and its event's record in one SQLite transaction.
+#include <soci/soci.h>
+#include <idem/database.hpp>
 #include <idem/webhook.hpp>
 
+#include <filesystem>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <unistd.h>
+
 namespace {
 
-struct bank {
-    std::map<std::string, long long> balances{{"acct_alice", 0}};
-    bool ledger_down = false;
-};
-
 // readme:begin webhook-handler
-// Applies a deposit event. The answer tells the receiver whether a failure can
-// ever succeed: a permanent one is stored (200, redeliveries stop), a transient
-// one frees the event for the provider's redelivery (503).
-idem::webhook::handler_result deposit(bank& b, const idem::webhook::event& e) {
+// Applies a deposit event in the unit of work that also records the event. The
+// answer tells the receiver whether a failure can ever succeed: a permanent one
+// is stored (200, redeliveries stop); a transient one rolls the unit of work back
+// and frees the event for the provider's redelivery (503), as for an account that
+// is not open yet: events arrive out of order.
+idem::webhook::handler_result deposit(idem::unit_of_work& uow, const idem::webhook::event& e) {
     const auto event = nlohmann::json::parse(e.body, nullptr, false);
     if (!event.is_object() || !event.contains("account") || !event["account"].is_string())
         return idem::webhook::handler_result::permanent_failure("not a deposit event");
-    if (b.ledger_down) return idem::webhook::handler_result::transient_failure("ledger unavailable");
-    const auto it = b.balances.find(event["account"].get<std::string>());
-    if (it == b.balances.end()) return idem::webhook::handler_result::permanent_failure("unknown account");
-    it->second += 500;
+    const std::string account = event["account"].get<std::string>();
+    soci::statement credit =
+        (uow.sql().prepare << "UPDATE accounts SET balance = balance + 500 WHERE id = :id", soci::use(account));
+    credit.execute(true);
+    if (credit.get_affected_rows() == 0) return idem::webhook::handler_result::transient_failure("no such account yet");
     return idem::webhook::handler_result::applied("credited 500");
 }
 
-idem::webhook::receiver stripe_receiver(idem::executor& exec, std::shared_ptr<const idem::clock> time) {
+idem::webhook::receiver stripe_receiver(idem::database& db, std::shared_ptr<const idem::clock> time) {
     idem::webhook::receiver_options options{
         .provider = "stripe",
         .scheme = idem::webhook::timestamped_signature{.tolerance = std::chrono::minutes(5)},
@@ -41,19 +42,9 @@ idem::webhook::receiver stripe_receiver(idem::executor& exec, std::shared_ptr<co
         .execution = {.retention = std::chrono::days(3)},  // as long as the provider redelivers
         .time = std::move(time),
     };
-    return {exec, std::move(options)};
+    return {db.executor(), std::move(options)};
 }
 // readme:end webhook-handler
-
-// What the provider sends: the body, and t=...,v1=... signed with its secret at `t`.
-struct signed_delivery {
-    std::string body, signature;
-};
-
-signed_delivery sign(const std::string& body, const std::string& secret, long long t) {
-    const std::string ts = std::to_string(t);
-    return {body, "t=" + ts + ",v1=" + idem::webhook::hmac_sha256_hex(secret, ts + "." + body)};
-}
 
 int failures = 0;
 
@@ -65,41 +56,55 @@ void expect(const char* what, const idem::webhook::answer& a, int status, idem::
     }
 }
 
+long long balance(idem::database& db, const std::string& id) {
+    return db.read([&](soci::session& sql) {
+        long long b = -1;
+        sql << "SELECT balance FROM accounts WHERE id = :id", soci::use(id), soci::into(b);
+        return b;
+    });
+}
+
 }  // namespace
 
 int main() {
     using idem::webhook::verdict;
-    const long long now = 1'700'000'000;
-    auto clock = std::make_shared<idem::manual_clock>(idem::time_point(std::chrono::seconds(now)));
-    idem::executor exec{std::make_shared<idem::memory_store>(clock)};
-    auto receiver = stripe_receiver(exec, clock);
-    bank b;
-    const auto deliver = [&](const signed_delivery& d) {
-        return receiver.handle({.body = d.body, .headers = {{"Stripe-Signature", d.signature}}},
-                               [&](const idem::webhook::event& e) { return deposit(b, e); });
+    const auto file =
+        std::filesystem::temp_directory_path() / ("idem-webhook-example-" + std::to_string(::getpid()) + ".db");
+    std::filesystem::remove(file);
+    idem::database db = idem::database::open("sqlite:" + file.string());
+    db.migrate();
+    db.transact([](idem::unit_of_work& uow) {
+        uow.sql() << "CREATE TABLE accounts (id TEXT PRIMARY KEY, balance INTEGER NOT NULL)";
+        uow.sql() << "INSERT INTO accounts (id, balance) VALUES ('acct_alice', 0)";
+    });
+    const auto now = std::chrono::system_clock::now();
+    auto clock = std::make_shared<idem::manual_clock>(now);
+    auto receiver = stripe_receiver(db, clock);
+    const auto deliver = [&](const std::string& body, const std::string& secret) {
+        const std::string signature = idem::webhook::sign_timestamped(std::vector{secret}, body, now);
+        return receiver.handle(db, {.body = body, .headers = {{"Stripe-Signature", signature}}}, deposit);
     };
 
-    const auto first = sign(R"({"id":"evt_1","account":"acct_alice"})", "whsec_new", now);
-    expect("delivery", deliver(first), 200, verdict::applied);
-    expect("redelivery", deliver(first), 200, verdict::duplicate);
-    expect("signed with the old secret", deliver(sign(R"({"id":"evt_2","account":"acct_alice"})", "whsec_old", now)),
-           200, verdict::applied);
-    expect("forged", deliver({first.body, sign(first.body, "guess", now).signature}), 401, verdict::unauthenticated);
+    const std::string first = R"({"id":"evt_1","account":"acct_alice"})";
+    expect("delivery", deliver(first, "whsec_new"), 200, verdict::applied);
+    expect("redelivery", deliver(first, "whsec_new"), 200, verdict::duplicate);
+    expect("signed with the old secret", deliver(R"({"id":"evt_2","account":"acct_alice"})", "whsec_old"), 200,
+           verdict::applied);
+    expect("forged", deliver(first, "guess"), 401, verdict::unauthenticated);
+    expect("not a deposit", deliver(R"({"id":"evt_3"})", "whsec_new"), 200, verdict::permanent_failure);
 
-    const auto unknown = sign(R"({"id":"evt_3","account":"acct_bob"})", "whsec_new", now);
-    expect("unknown account", deliver(unknown), 200, verdict::permanent_failure);
-    expect("its redelivery", deliver(unknown), 200, verdict::duplicate);
-
-    const auto later = sign(R"({"id":"evt_4","account":"acct_alice"})", "whsec_new", now);
-    b.ledger_down = true;
-    expect("ledger down", deliver(later), 503, verdict::transient_failure);
-    b.ledger_down = false;
-    expect("redelivered once it is back", deliver(later), 200, verdict::applied);
+    const std::string early = R"({"id":"evt_4","account":"acct_bob"})";
+    expect("before bob's account is open", deliver(early, "whsec_new"), 503, verdict::transient_failure);
+    db.transact([](idem::unit_of_work& uow) { uow.sql() << "INSERT INTO accounts VALUES ('acct_bob', 0)"; });
+    expect("redelivered once it is open", deliver(early, "whsec_new"), 200, verdict::applied);
+    expect("and again", deliver(early, "whsec_new"), 200, verdict::duplicate);
 
     clock->advance(std::chrono::minutes(10));
-    expect("a captured delivery replayed 10 min later", deliver(first), 401, verdict::unauthenticated);
+    expect("a captured delivery replayed 10 min later", deliver(first, "whsec_new"), 401, verdict::unauthenticated);
 
-    std::cout << "alice: " << b.balances["acct_alice"] << " (3 deposits of 500)\n";
-    if (b.balances["acct_alice"] != 1500) ++failures;
+    std::cout << "alice: " << balance(db, "acct_alice") << " (2 deposits of 500), bob: " << balance(db, "acct_bob")
+              << " (1)\n";
+    if (balance(db, "acct_alice") != 1000 || balance(db, "acct_bob") != 500) ++failures;
+    std::filesystem::remove(file);
     return failures == 0 ? 0 : 1;
 }

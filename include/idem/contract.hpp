@@ -22,7 +22,7 @@
 #include <string>
 
 #include "idem/record_store.hpp"
-#include "idem/transaction.hpp"
+#include "idem/unit_of_work.hpp"
 
 #define IDEM_CONTRACT_API [[gnu::visibility("default")]]
 
@@ -51,7 +51,7 @@ public:
     // For stores whose traits() say joins_transactions: runs `work` in a new
     // transaction on a connection the store can join, then commits it, or rolls it
     // back when `commit` is false. The default throws std::logic_error.
-    virtual void run_in_transaction(const std::function<void(transaction&)>& work, bool commit);
+    virtual void run_in_transaction(const std::function<void(unit_of_work&)>& work, bool commit);
 };
 
 // Runs every scenario the store's traits call for against `context`'s stores,

@@ -1,5 +1,6 @@
-// idem/database.hpp: one URL opens the record store and a pool of SOCI
-// sessions on the same database; units of work run on them, at most once per key.
+// idem/database.hpp: the SQL front door. One URL opens the record store and a
+// pool of SOCI sessions on the same database; units of work run on them, at
+// most once per key, with the record in the business transaction.
 //
 //   idem::database db = idem::database::open("sqlite:bank.db", {.pool_size = 8});
 //   db.migrate();
@@ -10,19 +11,17 @@
 //   });
 //   if (e.status() == idem::execution_status::replayed) ...  // ran before: the money moved once
 //
-// `once` reserves the key, runs the work and writes the completed record in ONE
-// transaction (on PostgreSQL with no round trip beyond the work's statements).
-// A unit of work that fails with a transient conflict (SQLITE_BUSY, a deadlock,
-// a serialization failure, a connection lost before COMMIT was sent) is rolled
-// back and run again as a whole, up to `attempts` times, with backoff; a COMMIT
-// whose answer was lost is never run again: it throws transaction_in_doubt.
-// Link idem_database (pkg-config idem-database, meson dependency('idem-database')).
+// once() is the one way to put a record in a SQL transaction; the HTTP layer,
+// the webhook receiver and the inbox have database forms built on it, and an
+// application that owns its soci::session borrows the same forms (borrow()).
+// A unit of work that fails with a transient conflict is rolled back and run
+// again as a whole; a COMMIT whose answer was lost throws transaction_in_doubt.
+// See docs/database.md. Link idem_database (pkg-config idem-database).
 #pragma once
 
 #include <chrono>
 #include <concepts>
 #include <cstddef>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -33,13 +32,14 @@
 #include <vector>
 
 #include "idem/database_url.hpp"
-#include "idem/execute_in_transaction.hpp"
+#include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
 #include "idem/export.hpp"
 #include "idem/sqlite_store.hpp"
 #include "idem/store_admin.hpp"
-#include "idem/transaction.hpp"
+#include "idem/transaction_runner.hpp"
 #include "idem/transactional_record_store.hpp"
+#include "idem/unit_of_work.hpp"
 
 namespace soci {
 class session;
@@ -68,24 +68,6 @@ struct database_options {
     bool transaction_pooler = false;
 };
 
-// The transaction a unit of work runs in: SOCI's session for the SQL, savepoints.
-class unit_of_work {
-public:
-    explicit unit_of_work(transaction& tx) noexcept : tx_(tx) {}
-
-    // The session of this transaction: write business SQL here, as with SOCI.
-    [[nodiscard]] soci::session& sql() { return tx_.session(); }
-    // Runs work() behind a savepoint: a throw undoes only what work() wrote, and propagates.
-    template <class Work>
-    decltype(auto) savepoint(Work&& work) {
-        return tx_.savepoint(std::forward<Work>(work));
-    }
-    [[nodiscard]] transaction_state state() const noexcept { return tx_.state(); }
-
-private:
-    transaction& tx_;
-};
-
 // Declare it for a struct SOCI already maps (soci::type_conversion) to return it
 // from once() without a codec: the record keeps the row's key, and a replay reads
 // the row back through the same mapping, in the replaying transaction, so it
@@ -110,54 +92,43 @@ concept has_stored_row = requires(const T& value, soci::session& sql, const std:
     { stored_row<T>::read(sql, key) } -> std::same_as<std::optional<T>>;
 };
 
-// Stores nothing and replays nothing: the result of work that returns void.
-struct unit {};
-class unit_codec final : public result_codec<unit> {
-public:
-    [[nodiscard]] std::string serialize(const unit&) const override { return {}; }
-    [[nodiscard]] unit deserialize(std::string_view) const override { return {}; }
-};
-
-[[nodiscard]] IDEM_API long long parse_signed(std::string_view payload, long long min, long long max);
-[[nodiscard]] IDEM_API unsigned long long parse_unsigned(std::string_view payload, unsigned long long max);
-
-// Integers stored as decimal text.
-template <std::integral T>
-class integer_codec final : public result_codec<T> {
-public:
-    [[nodiscard]] std::string serialize(const T& value) const override { return std::to_string(value); }
-    [[nodiscard]] T deserialize(std::string_view payload) const override { return parse_integer<T>(payload); }
-
-private:
-    template <class I>
-    static I parse_integer(std::string_view payload) {
-        if constexpr (std::is_signed_v<I>)
-            return static_cast<I>(parse_signed(payload, static_cast<long long>(std::numeric_limits<I>::min()),
-                                               static_cast<long long>(std::numeric_limits<I>::max())));
-        else
-            return static_cast<I>(
-                parse_unsigned(payload, static_cast<unsigned long long>(std::numeric_limits<I>::max())));
-    }
-};
-
 // A stored_row type: the row's key in the record, the row read back on replay.
 template <has_stored_row T>
 class row_codec final : public result_codec<T> {
 public:
-    explicit row_codec(transaction& tx) noexcept : tx_(tx) {}
+    explicit row_codec(unit_of_work& uow) noexcept : uow_(uow) {}
     [[nodiscard]] std::string serialize(const T& value) const override { return stored_row<T>::key(value); }
     [[nodiscard]] T deserialize(std::string_view payload) const override {
-        std::optional<T> row = stored_row<T>::read(tx_.session(), std::string(payload));
+        std::optional<T> row = stored_row<T>::read(uow_.sql(), std::string(payload));
         if (!row) throw std::runtime_error("idem: the row a record names is gone");
         return std::move(*row);
     }
 
 private:
-    transaction& tx_;
+    unit_of_work& uow_;
 };
 
-template <class>
-inline constexpr bool no_default_codec = false;
+// The codec once() uses when it is given none: the result type's default_codec,
+// or a stored_row type's row_codec, which reads the row back in `uow`.
+template <class R>
+auto codec_in(unit_of_work& uow) {
+    if constexpr (has_stored_row<R>) {
+        return row_codec<R>(uow);
+    } else {
+        static_assert(has_default_codec<R>,
+                      "idem::database::once: this result type has no default codec; pass a codec "
+                      "(idem::make_codec), or declare idem::stored_row<T> for a row SOCI maps");
+        return default_codec<R>{};
+    }
+}
+
+// A unit of work commits when it returns, unless its codec classified the result
+// release: all it did was in this transaction, so rolling back undoes it.
+template <class T>
+bool commits(const execution<T>& e, const result_codec<T>& codec) {
+    return !(e.status() == execution_status::executed && e.has_value() &&
+             codec.classify(e.value()) == classification::release);
+}
 
 // What one run of a unit of work tells the retry loop.
 struct unit_run {
@@ -165,6 +136,8 @@ struct unit_run {
 };
 
 }  // namespace detail
+
+class borrowed_session;
 
 class IDEM_API database {
 public:
@@ -187,20 +160,14 @@ public:
     // that transaction behind a savepoint.
     template <class Work>
     std::invoke_result_t<Work&, unit_of_work&> transact(Work&& work) {
-        using result_type = std::invoke_result_t<Work&, unit_of_work&>;
-        return run_returning<result_type>([&](transaction_runner& runner, detail::unit_run& run) {
-            return runner.run([&](transaction& tx) -> result_type {
-                unit_of_work uow(tx);
-                if constexpr (std::is_void_v<result_type>) {
-                    work(uow);
-                    run.committing = true;
-                } else {
-                    result_type result = work(uow);
-                    run.committing = true;
-                    return result;
-                }
-            });
-        });
+        return transact_on(nullptr, work, commit_always{});
+    }
+
+    // The same, committing only when should_commit(result) is true (should_commit()
+    // for void work); otherwise it rolls back and still returns the result.
+    template <class Work, class ShouldCommit>
+    std::invoke_result_t<Work&, unit_of_work&> transact(Work&& work, ShouldCommit&& should_commit) {
+        return transact_on(nullptr, work, should_commit);
     }
 
     // Runs work(soci::session&) on a pooled session outside any transaction
@@ -210,42 +177,31 @@ public:
     std::invoke_result_t<Work&, soci::session&> read(Work&& work) {
         using result_type = std::invoke_result_t<Work&, soci::session&>;
         return run_returning<result_type>(
-            [&](transaction_runner& runner, detail::unit_run&) { return work(session_of(runner)); });
+            nullptr, [&](transaction_runner& runner, detail::unit_run&) { return work(session_of(runner)); });
     }
 
-    // Runs work(unit_of_work&) at most once per key: the reserve, the work's writes
-    // and the completed record in one transaction. The result type picks the codec:
+    // Runs work(unit_of_work&) at most once per key: the work's writes and the
+    // completed record in one transaction (on PostgreSQL with no round trip beyond
+    // the work's statements). The result type picks the codec (default_codec):
     // std::string stores itself, integers their decimal text, void nothing, a
     // stored_row type its row's key; anything else needs a codec.
     template <class Work>
     auto once(const record_key& key, std::string_view fingerprint, Work&& work, const execution_options& options = {}) {
-        using result_type = std::invoke_result_t<Work&, unit_of_work&>;
-        if constexpr (std::is_void_v<result_type>) {
-            auto e = once(
-                key, fingerprint, [&](unit_of_work& uow) { return (work(uow), detail::unit{}); }, detail::unit_codec{},
-                options);
-            return execution<void>(e.status(), e.enforce_decision(), e.mode());
-        } else if constexpr (std::is_same_v<result_type, std::string>) {
-            return once(key, fingerprint, work, string_codec{}, options);
-        } else if constexpr (std::is_integral_v<result_type> && !std::is_same_v<result_type, bool>) {
-            return once(key, fingerprint, work, detail::integer_codec<result_type>{}, options);
-        } else if constexpr (detail::has_stored_row<result_type>) {
-            return once_with<result_type>(key, fingerprint, work, options,
-                                          [](transaction& tx) { return detail::row_codec<result_type>(tx); });
-        } else {
-            static_assert(detail::no_default_codec<result_type>,
-                          "idem::database::once: this result type has no default codec; pass a codec "
-                          "(idem::make_codec), or declare idem::stored_row<T> for a row SOCI maps");
-        }
+        return once_on(nullptr, key, fingerprint, work, options);
     }
 
-    // The same with an explicit codec (and its classification of results).
+    // The same with an explicit codec. A result it classifies release rolls the
+    // unit of work back (its effects were all in the transaction) and frees the key.
     template <class Work, class T>
     execution<T> once(const record_key& key, std::string_view fingerprint, Work&& work, const result_codec<T>& codec,
                       const execution_options& options = {}) {
-        return once_with<T>(key, fingerprint, work, options,
-                            [&](transaction&) -> const result_codec<T>& { return codec; });
+        return once_with<T>(nullptr, key, fingerprint, work, options,
+                            [&](unit_of_work&) -> const result_codec<T>& { return codec; });
     }
+
+    // The same units of work on a session the application owns (opened on the
+    // same database), instead of a pooled one; see borrowed_session.
+    [[nodiscard]] borrowed_session borrow(soci::session& session);
 
     // The executor behind once(), for everything else it does (lease mode, Observe, ...).
     [[nodiscard]] idem::executor& executor() noexcept;
@@ -256,53 +212,141 @@ public:
     [[nodiscard]] database_url::backend backend() const noexcept;
 
 private:
+    friend class borrowed_session;
     struct impl;
     explicit database(std::unique_ptr<impl> impl) noexcept;
 
+    // The templates below run on `on` (a borrowed session's runner) or, when it
+    // is null, on a pooled session.
+    struct commit_always {
+        template <class... Result>
+        bool operator()(const Result&...) const noexcept {
+            return true;
+        }
+    };
+
+    template <class Work, class ShouldCommit>
+    std::invoke_result_t<Work&, unit_of_work&> transact_on(transaction_runner* on, Work& work,
+                                                           ShouldCommit&& should_commit) {
+        using result_type = std::invoke_result_t<Work&, unit_of_work&>;
+        return run_returning<result_type>(on, [&](transaction_runner& runner, detail::unit_run& run) {
+            bool commit = true;
+            return runner.run(
+                [&](unit_of_work& uow) -> result_type {
+                    if constexpr (std::is_void_v<result_type>) {
+                        work(uow);
+                        commit = static_cast<bool>(should_commit());
+                        run.committing = commit;
+                    } else {
+                        result_type result = work(uow);
+                        commit = static_cast<bool>(should_commit(std::as_const(result)));
+                        run.committing = commit;
+                        return result;
+                    }
+                },
+                [&](const auto&...) { return commit; });
+        });
+    }
+
+    template <class Work>
+    auto once_on(transaction_runner* on, const record_key& key, std::string_view fingerprint, Work& work,
+                 const execution_options& options) {
+        using result_type = std::invoke_result_t<Work&, unit_of_work&>;
+        if constexpr (std::is_void_v<result_type>) {
+            auto returning_unit = [&](unit_of_work& uow) { return (work(uow), detail::unit{}); };
+            const default_codec<detail::unit> codec;
+            auto e = once_with<detail::unit>(on, key, fingerprint, returning_unit, options,
+                                             [&](unit_of_work&) -> const result_codec<detail::unit>& { return codec; });
+            return execution<void>(e.status(), e.enforce_decision(), e.mode());
+        } else {
+            return once_with<result_type>(on, key, fingerprint, work, options,
+                                          [](unit_of_work& uow) { return detail::codec_in<result_type>(uow); });
+        }
+    }
+
     template <class T, class Work, class MakeCodec>
-    execution<T> once_with(const record_key& key, std::string_view fingerprint, Work& work,
+    execution<T> once_with(transaction_runner* on, const record_key& key, std::string_view fingerprint, Work& work,
                            const execution_options& options, MakeCodec&& make_codec);
 
     template <class Result, class Body>
-    Result run_returning(Body&& body) {
+    Result run_returning(transaction_runner* on, Body&& body) {
         if constexpr (std::is_void_v<Result>) {
             auto erased = [&](transaction_runner& runner, detail::unit_run& run) { body(runner, run); };
-            run_unit(erased);
+            run_unit(on, erased);
         } else {
             std::optional<Result> result;
             auto erased = [&](transaction_runner& runner, detail::unit_run& run) { result.emplace(body(runner, run)); };
-            run_unit(erased);
+            run_unit(on, erased);
             return std::move(*result);
         }
     }
 
-    // Borrows a session (or joins this thread's unit of work on this database), runs
-    // `body` and retries transient failures as a whole; see the header comment.
-    void run_unit(detail::function_ref<void(transaction_runner&, detail::unit_run&)> body);
+    // Runs `body` on `on`, or on a pooled session (or joins this thread's unit of
+    // work on the same runner or database), and retries transient failures as a
+    // whole; see the header comment.
+    void run_unit(transaction_runner* on, detail::function_ref<void(transaction_runner&, detail::unit_run&)> body);
     static soci::session& session_of(transaction_runner& runner) noexcept;
 
     std::unique_ptr<impl> impl_;
 };
 
+// A database's units of work on a session the application owns: for a service
+// that keeps its own soci::session (its own pool, its own settings) and wants
+// the record in that session's transactions. The session must be connected to
+// the same database as the store, with the store's backend loaded (a session
+// opened with open_sqlite_session / open_postgresql_session, or by SOCI once
+// the store exists); neither may be shared across threads, and the database
+// must outlive this. Transient conflicts are retried as with pooled sessions,
+// a lost connection is not (the session is the application's to reopen).
+//
+//   soci::session& mine = app_session();
+//   idem::borrowed_session on_mine = db.borrow(mine);
+//   auto e = on_mine.once(key, fingerprint, [&](idem::unit_of_work& uow) { return move(uow.sql()); });
+class IDEM_API borrowed_session {
+public:
+    borrowed_session(database& db, soci::session& session);
+    borrowed_session(borrowed_session&&) noexcept;
+    borrowed_session& operator=(borrowed_session&&) noexcept;
+    ~borrowed_session();
+
+    template <class Work>
+    std::invoke_result_t<Work&, unit_of_work&> transact(Work&& work) {
+        return db_->transact_on(runner_.get(), work, database::commit_always{});
+    }
+    template <class Work>
+    auto once(const record_key& key, std::string_view fingerprint, Work&& work, const execution_options& options = {}) {
+        return db_->once_on(runner_.get(), key, fingerprint, work, options);
+    }
+    template <class Work, class T>
+    execution<T> once(const record_key& key, std::string_view fingerprint, Work&& work, const result_codec<T>& codec,
+                      const execution_options& options = {}) {
+        return db_->once_with<T>(runner_.get(), key, fingerprint, work, options,
+                                 [&](unit_of_work&) -> const result_codec<T>& { return codec; });
+    }
+
+private:
+    database* db_;
+    std::unique_ptr<transaction_runner> runner_;
+};
+
 template <class T, class Work, class MakeCodec>
-execution<T> database::once_with(const record_key& key, std::string_view fingerprint, Work& work,
-                                 const execution_options& options, MakeCodec&& make_codec) {
-    return run_returning<execution<T>>([&](transaction_runner& runner, detail::unit_run& run) {
+execution<T> database::once_with(transaction_runner* on, const record_key& key, std::string_view fingerprint,
+                                 Work& work, const execution_options& options, MakeCodec&& make_codec) {
+    return run_returning<execution<T>>(on, [&](transaction_runner& runner, detail::unit_run& run) {
+        bool commit = true;
         return detail::run_owned<T>(
             executor(), runner,
-            [&](transaction& tx, detail::owned_run& owned) {
+            [&](unit_of_work& uow, detail::owned_run& owned) {
                 run.committing = false;
-                decltype(auto) codec = make_codec(tx);
-                auto bound = [&]() -> T {
-                    unit_of_work uow(tx);
-                    return work(uow);
-                };
-                execution<T> e =
-                    detail::executor_access::execute(executor(), tx, owned, key, fingerprint, options, bound, codec);
-                run.committing = true;
+                decltype(auto) codec = make_codec(uow);
+                auto bound = [&]() -> T { return work(uow); };
+                execution<T> e = detail::executor_access::execute_in(executor(), uow, key, fingerprint, options, bound,
+                                                                     codec, {}, &owned);
+                commit = detail::commits(e, codec);
+                run.committing = commit;
                 return e;
             },
-            detail::commit_always{});
+            [&](const execution<T>&) { return commit; });
     });
 }
 

@@ -5,12 +5,12 @@
 //
 //   idem::executor exec{std::make_shared<idem::memory_store>()};
 //   idem::record_key key{"payments.capture", idem::scope::tenant(tenant), request_key};
-//   auto e = exec.execute(key, request_hash, {.profile = "payments"},
-//                         [&] { return capture(order); }, receipt_codec);
+//   auto e = exec.execute(key, request_hash, {.profile = "payments"}, [&] { return capture(order); });
 //   if (e.has_value()) respond(e.value());   // executed now, or replayed
 //
-// Inside a database transaction (transaction_runner), pass the transaction
-// first: the record then commits or rolls back with the business data.
+// This is lease mode: the record lives beside the operation's effects. For work
+// in a SQL transaction, idem::database::once() writes the record in that same
+// transaction (idem/database.hpp).
 #pragma once
 
 #include <map>
@@ -29,7 +29,7 @@
 #include "idem/record_store.hpp"
 #include "idem/result_codec.hpp"
 #include "idem/telemetry.hpp"
-#include "idem/transaction.hpp"
+#include "idem/unit_of_work.hpp"
 
 namespace idem {
 
@@ -90,14 +90,36 @@ struct IDEM_API owned_run {
     std::string profile = {};
 };
 
-struct executor_access;
-
 template <class Operation>
 decltype(auto) invoke_operation(Operation& operation, std::stop_token stop) {
     if constexpr (std::is_invocable_v<Operation&, std::stop_token>)
         return operation(std::move(stop));
     else
         return operation();
+}
+
+struct executor_access;
+
+// What an operation returns, called as the executor calls it.
+template <class Operation>
+using operation_result = decltype(invoke_operation(std::declval<Operation&>(), std::stop_token{}));
+
+// Calls run(operation, codec) with R's default codec, and for void work an operation
+// returning detail::unit, turning its execution<unit> into execution<void>.
+template <class R, class Operation, class Run>
+auto with_default_codec(Operation& operation, Run&& run) {
+    if constexpr (std::is_void_v<R>) {
+        auto returning_unit = [&](std::stop_token stop) {
+            invoke_operation(operation, std::move(stop));
+            return unit{};
+        };
+        const default_codec<unit> codec;
+        auto e = run(returning_unit, codec);
+        return execution<void>(e.status(), e.enforce_decision(), e.mode());
+    } else {
+        const default_codec<R> codec;
+        return run(operation, codec);
+    }
 }
 
 }  // namespace detail
@@ -123,16 +145,15 @@ public:
         return run_typed(nullptr, key, fingerprint, options, operation, codec, std::move(stop));
     }
 
-    // The same inside `tx`. With a transactional store in Enforce the reservation, the
-    // operation's writes and the record share the transaction: a rollback leaves no record.
-    // In Observe the reservation goes through the store's detached view and the result is
-    // written in `tx` behind a savepoint, so a failed record write never fails the business.
-    // A store that cannot join transactions works as outside one (its record is not rolled back).
-    template <class T, class Operation>
-    [[nodiscard]] execution<T> execute(transaction& tx, const record_key& key, std::string_view fingerprint,
-                                       const execution_options& options, Operation&& operation,
-                                       const result_codec<T>& codec, std::stop_token stop = {}) {
-        return run_typed(&tx, key, fingerprint, options, operation, codec, std::move(stop));
+    // The same with the result type's default_codec: std::string, an integer, or void
+    // (execution<void>: nothing stored, nothing replayed but the fact that it ran).
+    template <class Operation>
+    [[nodiscard]] auto execute(const record_key& key, std::string_view fingerprint, const execution_options& options,
+                               Operation&& operation, std::stop_token stop = {}) {
+        return detail::with_default_codec<detail::operation_result<Operation>>(
+            operation, [&](auto& op, const auto& codec) {
+                return run_typed(nullptr, key, fingerprint, options, op, codec, std::move(stop));
+            });
     }
 
     // The mode a call would run in, so a caller can skip computing a fingerprint in off.
@@ -145,7 +166,7 @@ private:
     friend struct detail::executor_access;
 
     template <class T, class Operation>
-    execution<T> run_typed(transaction* tx, const record_key& key, std::string_view fingerprint,
+    execution<T> run_typed(unit_of_work* tx, const record_key& key, std::string_view fingerprint,
                            const execution_options& options, Operation& operation, const result_codec<T>& codec,
                            std::stop_token stop, detail::owned_run* owned = nullptr) {
         std::optional<T> value;
@@ -160,7 +181,7 @@ private:
         return execution<T>(v.status, v.enforce_decision, v.mode, std::move(value));
     }
 
-    detail::verdict run_erased(transaction* tx, const record_key& key, std::string_view fingerprint,
+    detail::verdict run_erased(unit_of_work* tx, const record_key& key, std::string_view fingerprint,
                                const execution_options& options, detail::erased_operation operation,
                                std::stop_token stop, detail::owned_run* owned);
     // Counts the decision an owned run left pending.
@@ -171,4 +192,25 @@ private:
     std::shared_ptr<telemetry_sink> telemetry_;
 };
 
+namespace detail {
+
+// The executor inside an open unit of work, for idem's own layers (idem::database,
+// the inbox inside a unit of work). With a transactional store in Enforce the
+// reservation, the operation's writes and the record share the transaction: a
+// rollback leaves no record. In Observe the reservation goes through the store's
+// detached view and the result is written in `uow` behind a savepoint, so a failed
+// record write never fails the business. A store that cannot join transactions
+// works as outside one (its record is not rolled back).
+struct executor_access {
+    template <class T, class Operation>
+    static execution<T> execute_in(executor& exec, unit_of_work& uow, const record_key& key,
+                                   std::string_view fingerprint, const execution_options& options,
+                                   Operation&& operation, const result_codec<T>& codec, std::stop_token stop = {},
+                                   owned_run* owned = nullptr) {
+        return exec.run_typed(&uow, key, fingerprint, options, operation, codec, std::move(stop), owned);
+    }
+    static void settle(executor& exec, owned_run& owned) noexcept { exec.settle(owned); }
+};
+
+}  // namespace detail
 }  // namespace idem

@@ -20,6 +20,6 @@
 #include "idem/scope.hpp"
 #include "idem/scope_resolvers.hpp"
 #include "idem/telemetry.hpp"
-#include "idem/transaction.hpp"
 #include "idem/transactional_record_store.hpp"
+#include "idem/unit_of_work.hpp"
 #include "idem/webhook.hpp"

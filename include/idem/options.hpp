@@ -81,12 +81,13 @@ struct IDEM_API execution_options {
     std::optional<duration> retention = {};
     std::optional<duration> failure_retention = {};
     std::optional<std::string> store = {};
-    // In a transaction execute_in_transaction (or database::once) opens, Enforce looks
-    // the key up, runs the work and writes the completed record with COMMIT; a
-    // concurrent duplicate may then run too before its transaction rolls back and
-    // replays the winner's result. Set this when the work must not even start twice,
-    // e.g. it calls out (or takes a lock elsewhere) before its database writes: the
-    // key is then reserved first, and a duplicate waits for the first run to end.
+    // The one concurrency knob of idem::database::once() (and the entry points'
+    // database forms). Unset, Enforce looks the key up, runs the work and writes
+    // the completed record with COMMIT; a concurrent duplicate may then run too
+    // before its transaction rolls back and replays the winner's result. Set it
+    // when the work must not even start twice, e.g. it calls out (or takes a lock
+    // elsewhere) before its database writes: the key is then reserved first, and
+    // a duplicate waits for the first run to end.
     bool reserve_first = false;
     entry_point entry = entry_point::executor;  // which entry point telemetry counts the call under
     // What log events name the call by (never the key); they must outlive the call.

@@ -6,16 +6,12 @@
 // record commits or rolls back with your writes, and a duplicate of a running
 // transaction waits for it, then replays its result (or runs, if it rolled
 // back). The plain record_store calls (the detached view) use the store's own
-// pooled connections, one short transaction each:
+// pooled connections, one short transaction each. idem::database opens it for
+// you, with a pool of business sessions on the same server:
 //
-//   auto store = std::make_shared<idem::postgresql_store>(
-//       idem::postgresql_store_options{.connection = "postgresql://app@db/bank"});  // schema migrated
-//   idem::executor exec{store};
-//   soci::session session;
-//   idem::open_postgresql_session(session, "postgresql://app@db/bank");  // your business connection
-//   idem::transaction_runner runner{session};
-//   auto e = idem::execute_in_transaction(exec, runner, key, fingerprint, {},
-//       [&](idem::transaction& tx) { return move_money(tx.session()); }, idem::string_codec{});
+//   idem::database db = idem::database::open("postgresql://app@db/bank");
+//   db.migrate();
+//   auto e = db.once(key, fingerprint, [&](idem::unit_of_work& uow) { return move_money(uow.sql()); });
 //
 // Transactions that hold records must run at READ COMMITTED (PostgreSQL's
 // default): at a stricter level a reserve could not wait for a concurrent
@@ -94,13 +90,13 @@ protected:
     bool do_release(const record_key& key, std::string_view token) override;
     std::size_t do_purge_expired(std::size_t limit) override;
 
-    reservation do_try_reserve_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+    reservation do_try_reserve_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                   duration lease) override;
-    bool do_complete_in(transaction& tx, const record_key& key, std::string_view token, std::string_view fingerprint,
+    bool do_complete_in(unit_of_work& tx, const record_key& key, std::string_view token, std::string_view fingerprint,
                         std::string_view payload, duration retention) override;
-    bool do_release_in(transaction& tx, const record_key& key, std::string_view token) override;
-    record_lookup do_look_up_in(transaction& tx, const record_key& key, std::string_view fingerprint) override;
-    void do_insert_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+    bool do_release_in(unit_of_work& tx, const record_key& key, std::string_view token) override;
+    record_lookup do_look_up_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint) override;
+    void do_insert_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                       std::optional<std::string_view> payload, duration span) override;
 
 private:

@@ -2,6 +2,8 @@
 //
 // A codec serializes a result, reads it back for replays and classifies it:
 // keep it for the retention, keep it briefly as a failure, or free the key.
+// Results of type std::string, an integer or void need none: default_codec<T>
+// is what the executor, idem::database and the inbox use when none is given.
 //
 //   auto codec = idem::make_codec<receipt>(
 //       [](const receipt& r) { return r.to_json(); },
@@ -10,6 +12,8 @@
 //                                          : idem::classification::release; });
 #pragma once
 
+#include <concepts>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -66,11 +70,61 @@ template <class T, class Serialize, class Deserialize, class Classify = store_ev
                                                              std::move(classify));
 }
 
-// Stores a std::string result as it is.
-class IDEM_API string_codec final : public result_codec<std::string> {
+namespace detail {
+
+[[nodiscard]] IDEM_API long long parse_signed(std::string_view payload, long long min, long long max);
+[[nodiscard]] IDEM_API unsigned long long parse_unsigned(std::string_view payload, unsigned long long max);
+
+template <class>
+inline constexpr bool no_default_codec = false;
+
+// What work that returns void produces: stored as nothing, replayed as nothing.
+struct unit {};
+
+}  // namespace detail
+
+// The codec for results of type T when the call names none. Defined for
+// std::string (stored as it is), integers (decimal text) and detail::unit
+// (void results); idem::database adds rows it can read back (stored_row).
+template <class T>
+class default_codec {
+    static_assert(detail::no_default_codec<T>,
+                  "idem: this result type has no default codec; pass one (idem::make_codec)");
+};
+
+template <>
+class default_codec<std::string> final : public result_codec<std::string> {
 public:
     [[nodiscard]] std::string serialize(const std::string& value) const override { return value; }
     [[nodiscard]] std::string deserialize(std::string_view payload) const override { return std::string(payload); }
 };
+
+// Stores a std::string result as it is.
+using string_codec = default_codec<std::string>;
+
+template <class T>
+requires(std::integral<T> && !std::same_as<T, bool>) class default_codec<T> final : public result_codec<T> {
+public:
+    [[nodiscard]] std::string serialize(const T& value) const override { return std::to_string(value); }
+    [[nodiscard]] T deserialize(std::string_view payload) const override {
+        if constexpr (std::is_signed_v<T>)
+            return static_cast<T>(
+                detail::parse_signed(payload, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+        else
+            return static_cast<T>(detail::parse_unsigned(payload, std::numeric_limits<T>::max()));
+    }
+};
+
+template <>
+class default_codec<detail::unit> final : public result_codec<detail::unit> {
+public:
+    [[nodiscard]] std::string serialize(const detail::unit&) const override { return {}; }
+    [[nodiscard]] detail::unit deserialize(std::string_view) const override { return {}; }
+};
+
+// Whether T has a default codec of its own (without a database to read rows back from).
+template <class T>
+concept has_default_codec = std::same_as<T, std::string> || std::same_as<T, detail::unit> ||
+    (std::integral<T> && !std::same_as<T, bool>);
 
 }  // namespace idem

@@ -9,10 +9,10 @@
 //   soci::session session;
 //   idem::open_sqlite_session(session, "app.db");  // your connection, configured the same way
 //   idem::transaction_runner runner{session};
-//   runner.run([&](idem::transaction& tx) {
+//   runner.run([&](idem::unit_of_work& tx) {
 //       auto r = store.try_reserve(tx, key, fingerprint, std::chrono::minutes(1));
 //       if (r.status != idem::reservation_status::reserved) return;
-//       tx.session() << "UPDATE accounts SET balance = balance - 10 WHERE id = 'alice'";
+//       tx.sql() << "UPDATE accounts SET balance = balance - 10 WHERE id = 'alice'";
 //       (void)store.complete(tx, key, r.token, fingerprint, "receipt", std::chrono::hours(24));
 //   });
 //
@@ -102,13 +102,13 @@ protected:
     bool do_release(const record_key& key, std::string_view token) override;
     std::size_t do_purge_expired(std::size_t limit) override;
 
-    reservation do_try_reserve_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+    reservation do_try_reserve_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                   duration lease) override;
-    bool do_complete_in(transaction& tx, const record_key& key, std::string_view token, std::string_view fingerprint,
+    bool do_complete_in(unit_of_work& tx, const record_key& key, std::string_view token, std::string_view fingerprint,
                         std::string_view payload, duration retention) override;
-    bool do_release_in(transaction& tx, const record_key& key, std::string_view token) override;
-    record_lookup do_look_up_in(transaction& tx, const record_key& key, std::string_view fingerprint) override;
-    void do_insert_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+    bool do_release_in(unit_of_work& tx, const record_key& key, std::string_view token) override;
+    record_lookup do_look_up_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint) override;
+    void do_insert_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                       std::optional<std::string_view> payload, duration span) override;
 
 private:

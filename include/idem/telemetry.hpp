@@ -1,6 +1,6 @@
 // idem/telemetry.hpp: decisions and log events, for metrics and logs.
 //
-// Every entry point (executor, inbox, HTTP) reports each decision once, in
+// Every entry point (executor, inbox, HTTP, webhooks) reports each decision once, in
 // Observe too (as what Enforce would have done). Log events name a record only
 // by its key hash; keys and scopes never reach a sink.
 //
@@ -26,7 +26,7 @@
 
 namespace idem {
 
-enum class entry_point { executor, inbox, http };
+enum class entry_point { executor, inbox, http, webhook };
 
 enum class outcome {
     executed,        // the operation ran (in Observe: a reservation was won)

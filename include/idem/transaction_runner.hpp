@@ -5,8 +5,8 @@
 // Business writes and a transactional store's record share that transaction:
 //
 //   idem::transaction_runner runner{session};        // one runner per session, long-lived
-//   auto receipt = runner.run([&](idem::transaction& tx) {
-//       tx.session() << "UPDATE accounts SET balance = balance - 10 WHERE id = 'alice'";
+//   auto receipt = runner.run([&](idem::unit_of_work& tx) {
+//       tx.sql() << "UPDATE accounts SET balance = balance - 10 WHERE id = 'alice'";
 //       return std::string("moved 10");
 //   });
 //
@@ -30,7 +30,7 @@
 #include <utility>
 
 #include "idem/export.hpp"
-#include "idem/transaction.hpp"
+#include "idem/unit_of_work.hpp"
 
 namespace idem {
 
@@ -54,17 +54,17 @@ public:
     transaction_runner(const transaction_runner&) = delete;
     transaction_runner& operator=(const transaction_runner&) = delete;
 
-    // Runs work(transaction&) in a transaction: committed when it returns,
+    // Runs work(unit_of_work&) in a transaction: committed when it returns,
     // rolled back (and the exception rethrown) when it throws. Returns its result.
     template <class Work>
-    std::invoke_result_t<Work&, transaction&> run(Work&& work) {
+    std::invoke_result_t<Work&, unit_of_work&> run(Work&& work) {
         return run(std::forward<Work>(work), always_commit{});
     }
 
     // As above, but commits only when should_commit(result) (should_commit()
     // for void work) is true; otherwise rolls back and still returns the result.
     template <class Work, class ShouldCommit>
-    std::invoke_result_t<Work&, transaction&> run(Work&& work, ShouldCommit&& should_commit) {
+    std::invoke_result_t<Work&, unit_of_work&> run(Work&& work, ShouldCommit&& should_commit) {
         return run_in(std::forward<Work>(work), std::forward<ShouldCommit>(should_commit), false);
     }
 
@@ -82,15 +82,15 @@ private:
     };
 
     class impl;
-    friend struct detail::runner_access;  // execute_in_transaction's fast path
+    friend struct detail::runner_access;  // the fast path of idem::database::once()
 
-    // `fast`: execute_in_transaction opens the transaction (idem/execute_in_transaction.hpp).
+    // `fast`: the executor opens the transaction (idem/detail/run_owned.hpp).
     template <class Work, class ShouldCommit>
-    std::invoke_result_t<Work&, transaction&> run_in(Work&& work, ShouldCommit&& should_commit, bool fast);
+    std::invoke_result_t<Work&, unit_of_work&> run_in(Work&& work, ShouldCommit&& should_commit, bool fast);
 
     // Opens the outermost transaction, or a savepoint (named in `savepoint`) in it.
     // `fast` lets a PostgreSQL transaction hold BEGIN back for a store's first statement.
-    transaction& enter(std::string& savepoint, bool fast);
+    unit_of_work& enter(std::string& savepoint, bool fast);
     // Commits or rolls back the level `enter` opened.
     void leave(const std::string& savepoint, bool commit);
     // After an exception: rolls that level back and rethrows (nested in a
@@ -101,11 +101,11 @@ private:
 };
 
 template <class Work, class ShouldCommit>
-std::invoke_result_t<Work&, transaction&> transaction_runner::run_in(Work&& work, ShouldCommit&& should_commit,
-                                                                     bool fast) {
-    using result_type = std::invoke_result_t<Work&, transaction&>;
+std::invoke_result_t<Work&, unit_of_work&> transaction_runner::run_in(Work&& work, ShouldCommit&& should_commit,
+                                                                      bool fast) {
+    using result_type = std::invoke_result_t<Work&, unit_of_work&>;
     std::string savepoint;
-    transaction& tx = enter(savepoint, fast);
+    unit_of_work& tx = enter(savepoint, fast);
     try {
         if constexpr (std::is_void_v<result_type>) {
             work(tx);

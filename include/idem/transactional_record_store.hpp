@@ -5,10 +5,10 @@
 // record_store calls are the detached view: each runs on the store's own
 // connection in its own short transaction (lease mode, Observe reservations).
 //
-//   runner.run([&](idem::transaction& tx) {
+//   runner.run([&](idem::unit_of_work& tx) {
 //       auto r = store.try_reserve(tx, key, fp, std::chrono::minutes(1));
 //       if (r.status != idem::reservation_status::reserved) return;
-//       move_money(tx.session());
+//       move_money(tx.sql());
 //       (void)store.complete(tx, key, r.token, fp, receipt, std::chrono::hours(24));
 //   });
 #pragma once
@@ -19,7 +19,7 @@
 #include "idem/error.hpp"
 #include "idem/export.hpp"
 #include "idem/record_store.hpp"
-#include "idem/transaction.hpp"
+#include "idem/unit_of_work.hpp"
 
 namespace idem {
 
@@ -49,21 +49,21 @@ public:
 
     // The record_store contract, inside `tx`. A concurrent reserve of the same
     // key waits until `tx` ends, then sees its outcome.
-    [[nodiscard]] reservation try_reserve(transaction& tx, const record_key& key, std::string_view fingerprint,
+    [[nodiscard]] reservation try_reserve(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                           duration lease);
-    [[nodiscard]] bool complete(transaction& tx, const record_key& key, std::string_view token,
+    [[nodiscard]] bool complete(unit_of_work& tx, const record_key& key, std::string_view token,
                                 std::string_view fingerprint, std::string_view payload, duration retention);
-    [[nodiscard]] bool release(transaction& tx, const record_key& key, std::string_view token);
+    [[nodiscard]] bool release(unit_of_work& tx, const record_key& key, std::string_view token);
 
     // The one-statement form, for a transaction whose owner can roll it back and
-    // run it again (execute_in_transaction): look the key up, run the work, then
+    // run it again (idem::database::once): look the key up, run the work, then
     // insert the record. insert() must fail (and with it the transaction) when the
     // key has a record by then; store_error(conflict) that lost_to_concurrent_record()
     // recognises when a concurrent transaction committed it first. A store that
     // cannot answers found::reserve, and the executor reserves first.
-    [[nodiscard]] record_lookup look_up(transaction& tx, const record_key& key, std::string_view fingerprint);
+    [[nodiscard]] record_lookup look_up(unit_of_work& tx, const record_key& key, std::string_view fingerprint);
     // `payload`: the completed result, kept for `span`; nullopt keeps the key in flight for `span`.
-    void insert(transaction& tx, const record_key& key, std::string_view fingerprint,
+    void insert(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                 std::optional<std::string_view> payload, duration span);
 
     // The same records through the store's own connections, one transaction per call.
@@ -76,13 +76,13 @@ public:
     }
 
 protected:
-    virtual reservation do_try_reserve_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+    virtual reservation do_try_reserve_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                           duration lease) = 0;
-    virtual bool do_complete_in(transaction& tx, const record_key& key, std::string_view token,
+    virtual bool do_complete_in(unit_of_work& tx, const record_key& key, std::string_view token,
                                 std::string_view fingerprint, std::string_view payload, duration retention) = 0;
-    virtual bool do_release_in(transaction& tx, const record_key& key, std::string_view token) = 0;
-    virtual record_lookup do_look_up_in(transaction& tx, const record_key& key, std::string_view fingerprint);
-    virtual void do_insert_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+    virtual bool do_release_in(unit_of_work& tx, const record_key& key, std::string_view token) = 0;
+    virtual record_lookup do_look_up_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint);
+    virtual void do_insert_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                               std::optional<std::string_view> payload, duration span);
 };
 

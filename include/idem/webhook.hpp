@@ -12,7 +12,7 @@
 //       .secrets = {current_secret, previous_secret},
 //       .identify = idem::webhook::id_from_json("id", idem::scope::custom("account", "acct_1"))}};
 //   auto a = stripe.handle(runner, {.body = req.body, .headers = headers},
-//       [&](idem::transaction& tx, const idem::webhook::event& e) { return apply(tx, e.body); });
+//       [&](idem::unit_of_work& tx, const idem::webhook::event& e) { return apply(tx, e.body); });
 //   res.status = a.status;  // 2xx: done for good; 5xx: the provider redelivers
 //
 // The handler says what became of the event: applied, a permanent failure (it
@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "idem/clock.hpp"
-#include "idem/execute_in_transaction.hpp"
+#include "idem/database.hpp"
 #include "idem/executor.hpp"
 #include "idem/export.hpp"
 #include "idem/record_key.hpp"
@@ -83,6 +83,13 @@ struct body_signature {
 
 using signature_scheme = std::variant<timestamped_signature, body_signature>;
 
+// The header value a sender writes under the timestamped scheme, signed at `at`:
+// "t=<unix seconds>,v1=<hex>", with one v1 per secret (a sender rotating its secret
+// signs with both, and receivers with either verify). std::invalid_argument when no
+// secret is given or one is empty.
+[[nodiscard]] IDEM_API std::string sign_timestamped(std::span<const std::string> secrets, std::string_view body,
+                                                    time_point at, std::string_view version = "v1");
+
 enum class verification {
     valid,
     missing,            // no signature header
@@ -123,13 +130,15 @@ public:
 
     // Done: stored, answered 200; redeliveries replay it.
     [[nodiscard]] static handler_result applied(std::string detail = {}) { return {kind::applied, std::move(detail)}; }
-    // Can never be applied (unknown account, invalid payload): stored and answered 200,
-    // so the provider stops redelivering; redeliveries replay the failure.
+    // Can never be applied (a malformed payload, an amount past a limit): stored and
+    // answered 200, so the provider stops redelivering; redeliveries replay the failure.
     [[nodiscard]] static handler_result permanent_failure(std::string reason) {
         return {kind::permanent_failure, std::move(reason)};
     }
-    // May apply later (a dependency is down): answered 503, the key released and, in a
-    // transaction, every write rolled back, so the provider's redelivery runs it again.
+    // May apply later: a dependency is down, or the event arrived before what it
+    // refers to (an account not opened yet: events arrive out of order). Answered
+    // 503 with Retry-After, the key released and, in a unit of work, every write
+    // rolled back, so the provider's redelivery runs it again.
     [[nodiscard]] static handler_result transient_failure(std::string reason) {
         return {kind::transient_failure, std::move(reason)};
     }
@@ -163,6 +172,8 @@ struct answer {
     std::string body;  // application/json: {"event": ..., "result": ..., "detail": ...}; never a secret
     // What the handler said, for applied, duplicate and the failures.
     std::optional<handler_result> result = {};
+    // Seconds for a Retry-After header: set on 503 and 409, which the provider redelivers.
+    int retry_after = 0;
 
     // Whether the provider will deliver again (any answer but 2xx).
     [[nodiscard]] bool redelivery_expected() const noexcept { return status < 200 || status > 299; }
@@ -204,22 +215,23 @@ public:
         const auto& [key, id] = std::get<accepted>(admitted);
         const event e{id, d.body};
         return respond(id, exec_.execute(
-                               key, fingerprint, options_.execution, [&] { return handler(e); }, codec_));
+                               key, fingerprint, call_options(), [&] { return handler(e); }, codec_));
     }
 
-    // In a transaction of `runner`: handler(transaction&, const event&) -> handler_result.
-    // The record commits with the handler's writes; a transient failure or an exception
-    // rolls both back, so the key is free for the redelivery.
+    // In a unit of work of `db`: handler(unit_of_work&, const event&) -> handler_result.
+    // The record commits with the handler's writes; a transient failure rolls both
+    // back (answered 503) and an exception does too (it propagates), so the key is
+    // free for the redelivery. A concurrent redelivery waits for the first and is
+    // answered as a duplicate. `db`'s executor decides (mode, profile, telemetry).
     template <class Handler>
-    [[nodiscard]] answer handle(transaction_runner& runner, const delivery& d, Handler&& handler) {
+    [[nodiscard]] answer handle(database& db, const delivery& d, Handler&& handler) {
         auto admitted = admit(d);
         if (auto* refused = std::get_if<answer>(&admitted)) return std::move(*refused);
         const auto& [key, id] = std::get<accepted>(admitted);
         const event e{id, d.body};
-        return respond(id, execute_in_transaction(
-                               exec_, runner, key, fingerprint, options_.execution,
-                               [&](transaction& tx) { return handler(tx, e); }, codec_,
-                               [](const execution<handler_result>& x) { return !is_transient(x); }));
+        return respond(
+            id, db.once(
+                    key, fingerprint, [&](unit_of_work& uow) { return handler(uow, e); }, codec_, call_options()));
     }
 
     [[nodiscard]] const receiver_options& options() const noexcept { return options_; }
@@ -233,7 +245,8 @@ private:
     // The key and id of a verified, identified delivery, or the answer refusing it.
     [[nodiscard]] std::variant<accepted, answer> admit(const delivery& d) const;
     [[nodiscard]] answer respond(std::string_view id, const execution<handler_result>& e) const;
-    [[nodiscard]] static bool is_transient(const execution<handler_result>& e) noexcept;
+    // The receiver's execution options, counted under entry_point::webhook.
+    [[nodiscard]] execution_options call_options() const;
 
     executor& exec_;
     receiver_options options_;

@@ -45,7 +45,7 @@ duration store_context::short_span() const {
     return std::chrono::milliseconds(100);
 }
 
-void store_context::run_in_transaction(const std::function<void(transaction&)>&, bool) {
+void store_context::run_in_transaction(const std::function<void(unit_of_work&)>&, bool) {
     throw std::logic_error(
         "idem: the store joins transactions, but its contract context does not override "
         "run_in_transaction");

@@ -1,6 +1,5 @@
 #include "idem/database.hpp"
 
-#include <charconv>
 #include <random>
 #include <thread>
 
@@ -182,19 +181,34 @@ soci::session& database::session_of(transaction_runner& runner) noexcept {
     return runner.session();
 }
 
-void database::run_unit(detail::function_ref<void(transaction_runner&, detail::unit_run&)> body) {
+borrowed_session database::borrow(soci::session& session) {
+    return borrowed_session(*this, session);
+}
+
+borrowed_session::borrowed_session(database& db, soci::session& session)
+    // PostgreSQL stores need READ COMMITTED; SQLite transactions are always serializable.
+    : db_(&db),
+      runner_(std::make_unique<transaction_runner>(
+          session, transaction_options{.isolation = isolation_level::read_committed})) {}
+borrowed_session::borrowed_session(borrowed_session&&) noexcept = default;
+borrowed_session& borrowed_session::operator=(borrowed_session&&) noexcept = default;
+borrowed_session::~borrowed_session() = default;
+
+void database::run_unit(transaction_runner* on,
+                        detail::function_ref<void(transaction_runner&, detail::unit_run&)> body) {
     impl& d = *impl_;
-    if (transaction_runner* joined = joined_unit(&d)) {
+    if (transaction_runner* joined = on != nullptr ? (on->in_transaction() ? on : nullptr) : joined_unit(&d)) {
         detail::unit_run run;
         body(*joined, run);
         return;
     }
     for (int attempt = 1;; ++attempt) {
         detail::unit_run run;
-        auto lease = d.pool.borrow();
-        transaction_runner* runner = nullptr;
+        std::optional<detail::session_pool::lease> lease;
+        if (on == nullptr) lease.emplace(d.pool.borrow());
+        transaction_runner* runner = on;
         try {
-            runner = &lease.runner();
+            if (lease) runner = &lease->runner();
             const running_unit registered(&d, *runner);
             body(*runner, run);
             return;
@@ -203,19 +217,20 @@ void database::run_unit(detail::function_ref<void(transaction_runner&, detail::u
                 translated(std::current_exception(), runner != nullptr ? &runner->session() : nullptr);
             const bool in_doubt = runner != nullptr && runner->last_state() == transaction_state::in_doubt;
             // A transaction whose end is unknown may still be open on its connection: never lend it again.
-            if (in_doubt) lease.discard();
+            if (in_doubt && lease) lease->discard();
             bool retry = false;
             try {
                 std::rethrow_exception(failure);
             } catch (transaction_in_doubt&) {
                 throw;
             } catch (error& e) {
-                if (e.is_connection_lost()) d.pool.connection_lost();
+                if (e.is_connection_lost() && lease) d.pool.connection_lost();
                 if (in_doubt && run.committing)
                     std::throw_with_nested(transaction_in_doubt(
                         "idem: the answer to COMMIT was lost: the unit of work may or may not have committed"));
                 e.mark_rolled_back();
-                retry = e.is_transient() && attempt < d.options.attempts;
+                // A borrowed session is the application's to reopen: a lost connection stays lost.
+                retry = e.is_transient() && attempt < d.options.attempts && (lease || !e.is_connection_lost());
                 if (!retry) throw;
             }
             // Other exceptions (the work's own) propagated above, after the rollback.
@@ -224,23 +239,4 @@ void database::run_unit(detail::function_ref<void(transaction_runner&, detail::u
     }
 }
 
-namespace detail {
-
-long long parse_signed(std::string_view payload, long long min, long long max) {
-    long long value = 0;
-    const auto [end, ec] = std::from_chars(payload.data(), payload.data() + payload.size(), value);
-    if (ec != std::errc() || end != payload.data() + payload.size() || value < min || value > max)
-        throw std::invalid_argument("idem: the stored result is not an integer of this type");
-    return value;
-}
-
-unsigned long long parse_unsigned(std::string_view payload, unsigned long long max) {
-    unsigned long long value = 0;
-    const auto [end, ec] = std::from_chars(payload.data(), payload.data() + payload.size(), value);
-    if (ec != std::errc() || end != payload.data() + payload.size() || value > max)
-        throw std::invalid_argument("idem: the stored result is not an integer of this type");
-    return value;
-}
-
-}  // namespace detail
 }  // namespace idem

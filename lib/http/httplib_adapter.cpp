@@ -61,9 +61,11 @@ std::string describe(const std::exception_ptr& ep) {
 
 }  // namespace
 
-httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler, httplib_options options) {
-    return [&layer, handler = std::move(handler), options = std::move(options)](const httplib::Request& req,
-                                                                                httplib::Response& res) {
+namespace detail {
+
+httplib_handler adapt(idempotency_layer& layer, layer_call call, httplib_endpoint endpoint, httplib_options options) {
+    return [&layer, call = std::move(call), endpoint = std::move(endpoint), options = std::move(options)](
+               const httplib::Request& req, httplib::Response& res) {
         if (holds_nul(req)) return write(problem(codes::header_invalid), res);
         const resolved_options live = layer.settings();
         const std::string& header = live.http.header_name;
@@ -72,25 +74,40 @@ httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler, ht
             values.push_back(req.get_header_value(header, i));
         const std::vector<std::string_view> views(values.begin(), values.end());
 
-        bool answered = false;  // the endpoint returned: `res` holds its response
-        const response out = layer.handle(
-            {.method = req.method,
-             .target = req.target,
-             .body = req.body,
-             .parts = parts_of(req),
-             .key_headers = views,
-             .caller = options.claims_of ? options.claims_of(req) : claims{},
-             .route = options.route.empty() ? std::string_view(req.path) : std::string_view(options.route)},
-            live, [&] {
-                handler(req, res);
-                answered = true;
-                return captured(res);
-            });
-        // When the endpoint returned, `res` already holds its response (a streamed one
-        // included). Otherwise the layer answered: before running it, or for an endpoint
-        // whose failure was rolled back (503); whatever that one left in `res` goes.
-        if (!answered) write(out, res);
+        auto run = [&](unit_of_work* uow) {
+            endpoint(uow, req, res);
+            return captured(res);
+        };
+        const response out =
+            call(layer,
+                 {.method = req.method,
+                  .target = req.target,
+                  .body = req.body,
+                  .parts = parts_of(req),
+                  .key_headers = views,
+                  .caller = options.claims_of ? options.claims_of(req) : claims{},
+                  .route = options.route.empty() ? std::string_view(req.path) : std::string_view(options.route)},
+                 live, run);
+        // A streamed response is only ever the endpoint's own, still in `res` (its content
+        // provider cannot be copied). Anything else the layer answered goes out as it says,
+        // replacing whatever the endpoint left in `res` (a replay, a 503, a refusal recorded).
+        if (!out.streamed) write(out, res);
     };
+}
+
+}  // namespace detail
+
+httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler, httplib_options options) {
+    return detail::adapt(
+        layer,
+        [](idempotency_layer& l, const request& req, const resolved_options& live,
+           idem::detail::function_ref<response(unit_of_work*)> endpoint) {
+            return l.handle(req, live, [&] { return endpoint(nullptr); });
+        },
+        [handler = std::move(handler)](unit_of_work*, const httplib::Request& req, httplib::Response& res) {
+            handler(req, res);
+        },
+        std::move(options));
 }
 
 void protect(httplib::Server& server, std::shared_ptr<telemetry_sink> telemetry) {
@@ -121,6 +138,9 @@ int bind_with_backlog(httplib::Server& server, const std::string& host, int port
         httplib::default_socket_options(s);
         bound_socket = s;
     });
+    // Responses leave in several segments; Nagle's algorithm would hold each behind
+    // the client's delayed ACK.
+    server.set_tcp_nodelay(true);
     const int bound = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
     const int bind_errno = errno;
     server.set_socket_options(httplib::default_socket_options);

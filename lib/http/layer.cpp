@@ -56,6 +56,27 @@ const problem_code& problem_for(execution_status s) {
     return s == execution_status::in_flight ? codes::in_flight : codes::key_reused;
 }
 
+// The database form's codec: the layer's stored form, classified for a unit of
+// work, where release rolls the transaction back and records nothing. Enforce
+// commits only what it can record (below 400, storable). Observe and Off commit
+// what the endpoint would commit with no layer (below 400); a response Observe
+// cannot store keeps its detached reservation until the lease ends instead.
+class in_unit_codec final : public result_codec<response> {
+public:
+    in_unit_codec(const layer_options& options, bool enforcing) : stored_(options), enforcing_(enforcing) {}
+    [[nodiscard]] std::string serialize(const response& r) const override { return stored_.serialize(r); }
+    [[nodiscard]] response deserialize(std::string_view payload) const override { return stored_.deserialize(payload); }
+    [[nodiscard]] classification classify(const response& r) const override {
+        if (!idempotency_layer::commits(r)) return classification::release;
+        if (stored_.storable(r)) return classification::store;
+        return enforcing_ ? classification::release : classification::keep_in_flight;
+    }
+
+private:
+    response_codec stored_;
+    bool enforcing_;
+};
+
 }  // namespace
 
 idempotency_layer::idempotency_layer(std::shared_ptr<record_store> store, layer_options options,
@@ -65,7 +86,11 @@ idempotency_layer::idempotency_layer(std::shared_ptr<record_store> store, layer_
                         std::move(options)) {}
 
 idempotency_layer::idempotency_layer(executor& exec, layer_options options)
-    : executor_(exec), options_(std::move(options)), codec_(std::make_unique<response_codec>(options_)) {
+    : executor_(exec),
+      options_(std::move(options)),
+      codec_(std::make_unique<response_codec>(options_)),
+      enforcing_codec_(std::make_unique<in_unit_codec>(options_, true)),
+      observing_codec_(std::make_unique<in_unit_codec>(options_, false)) {
     require_valid(fixed_problems(options_));
 }
 
@@ -73,7 +98,11 @@ idempotency_layer::idempotency_layer(std::unique_ptr<executor> owned, layer_opti
     : owned_(std::move(owned)),
       executor_(*owned_),
       options_(std::move(options)),
-      codec_(std::make_unique<response_codec>(options_)) {}
+      codec_(std::make_unique<response_codec>(options_)),
+      enforcing_codec_(std::make_unique<in_unit_codec>(options_, true)),
+      observing_codec_(std::make_unique<in_unit_codec>(options_, false)) {}
+
+idempotency_layer::~idempotency_layer() = default;
 
 resolved_options idempotency_layer::settings() const {
     return source().resolve({.profile = options_.profile});
@@ -137,6 +166,34 @@ void idempotency_layer::report(const request& req, outcome o, idem::mode m, log_
     sink.on_log({level, event, {}, text, about(req)});
 }
 
+execution_options idempotency_layer::call_options(const request& req, const resolved_options& live) const {
+    return {.profile = options_.profile,
+            .mode = live.mode,
+            .reserve_first = options_.reserve_first,
+            .entry = entry_point::http,
+            .method = req.method,
+            .route = req.route};
+}
+
+const result_codec<response>& idempotency_layer::recorded_codec() const noexcept {
+    return *codec_;
+}
+
+const result_codec<response>& idempotency_layer::in_unit_codec_for(idem::mode m) const noexcept {
+    return m == mode::enforce ? *enforcing_codec_ : *observing_codec_;
+}
+
+void idempotency_layer::log_observed(const request& req, const admission& a, const execution<response>& e) const {
+    if (e.mode() != mode::observe || e.enforce_decision() == execution_status::executed) return;
+    const std::string would =
+        e.enforce_decision() == execution_status::replayed
+            ? std::string("a replay of the stored response")
+            : fmt::format("{} {}", problem_for(e.enforce_decision()).status, problem_for(e.enforce_decision()).code);
+    executor_.telemetry().on_log({log_level::info, "idem.observe.would_answer", a.key->key_hash(),
+                                  fmt::format("Enforce would have answered {}; Observe ran the endpoint", would),
+                                  about(req)});
+}
+
 response idempotency_layer::handle_erased(const request& req, const resolved_options& live,
                                           detail::function_ref<response()> endpoint) {
     // One snapshot per request: the mode it answers in is the mode it began in.
@@ -148,27 +205,47 @@ response idempotency_layer::handle_erased(const request& req, const resolved_opt
         started = true;
         return endpoint();
     };
-    const execution_options call{.profile = options_.profile,
-                                 .mode = live.mode,
-                                 .entry = entry_point::http,
-                                 .method = req.method,
-                                 .route = req.route};
     try {
-        execution<response> e = executor_.execute(*a.key, a.fingerprint, call, run, *codec_);
-        if (e.mode() == mode::observe && e.enforce_decision() != execution_status::executed) {
-            const std::string would = e.enforce_decision() == execution_status::replayed
-                                          ? std::string("a replay of the stored response")
-                                          : fmt::format("{} {}", problem_for(e.enforce_decision()).status,
-                                                        problem_for(e.enforce_decision()).code);
-            executor_.telemetry().on_log(
-                {log_level::info, "idem.observe.would_answer", a.key->key_hash(),
-                 fmt::format("Enforce would have answered {}; Observe ran the endpoint", would), about(req)});
-        }
+        execution<response> e = executor_.execute(*a.key, a.fingerprint, call_options(req, live), run, *codec_);
+        log_observed(req, a, e);
         return answer(std::move(e));
     } catch (const error& e) {
         // A failure the endpoint's transaction undid (the executor freed the key): retry now.
         if (started && e.rolled_back()) return with_retry_after(problem(codes::rolled_back), options_.retry_after);
         if (started) throw;  // the endpoint's own failure: its outcome is unknown
+        if (dynamic_cast<const store_error*>(&e) == nullptr) throw;
+        return with_retry_after(problem(codes::store_unavailable), options_.retry_after);
+    }
+}
+
+response idempotency_layer::handle_in_unit(const request& req, const resolved_options& live, unit_calls calls) {
+    admission a = admit(req, live);
+    if (a.answer) return std::move(*a.answer);
+    try {
+        if (!a.key) return calls.unkeyed(a);
+        const execution_options call = call_options(req, live);
+        execution<response> e = calls.keyed(a, call, in_unit_codec_for(live.mode));
+        log_observed(req, a, e);
+        if (e.status() == execution_status::executed && e.mode() != mode::off) {
+            const response& r = e.value();
+            if (e.mode() == mode::enforce && commits(r) && !codec_->storable(r)) {
+                executor_.telemetry().on_log(
+                    {log_level::error, "idem.http.response_not_stored", a.key->key_hash(),
+                     "the response cannot be recorded (streamed, or above max_stored_body); the unit of work "
+                     "rolled back",
+                     about(req)});
+                return problem(codes::response_not_stored);
+            }
+            // A final refusal rolled back what the endpoint wrote; record it on its own, so a
+            // retry gets it again (or, if a duplicate committed meanwhile, the duplicate's answer).
+            if (!commits(r) && codec_->classify(r) == classification::store) return answer(calls.record(a, call, r));
+        }
+        return answer(std::move(e));
+    } catch (const transaction_in_doubt&) {
+        // The record shares the transaction's fate: a retry replays what committed, or runs.
+        return with_retry_after(problem(codes::in_doubt), options_.retry_after);
+    } catch (const error& e) {
+        if (e.rolled_back()) return with_retry_after(problem(codes::rolled_back), options_.retry_after);
         if (dynamic_cast<const store_error*>(&e) == nullptr) throw;
         return with_retry_after(problem(codes::store_unavailable), options_.retry_after);
     }

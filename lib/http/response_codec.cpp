@@ -109,9 +109,13 @@ response response_codec::deserialize(std::string_view payload) const {
     return r;
 }
 
+bool response_codec::storable(const response& r) const {
+    return !r.streamed && r.body.size() <= max_stored_body_ &&
+           unstorable(r, replayed_headers(replayed_headers_, r)) == nullptr;
+}
+
 classification response_codec::classify(const response& r) const {
-    if (r.streamed || r.body.size() > max_stored_body_) return classification::release;
-    if (unstorable(r, replayed_headers(replayed_headers_, r)) != nullptr) return classification::release;
+    if (!storable(r)) return classification::release;
     if (r.status == 503 || r.status == 504) return classification::keep_in_flight;
     if (r.status >= 500) return classification::store_as_failure;
     if (r.status == 408 || r.status == 409 || r.status == 425 || r.status == 429) return classification::release;

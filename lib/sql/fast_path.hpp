@@ -1,5 +1,5 @@
 // The part of a runner's transaction internals (sql_transaction.hpp) that
-// gives the PostgreSQL store the fewer round trips of execute_in_transaction.
+// gives the PostgreSQL store the fewer round trips of idem::database::once().
 //
 // There the executor opens the transaction itself, so the runner can hold
 // BEGIN back until the store's first statement (the reserve), which sends both
@@ -51,7 +51,7 @@ public:
     [[nodiscard]] virtual soci::session& store_session() = 0;
 
     // Whether a statement may wait for the COMMIT: a transaction of
-    // execute_in_transaction, outside any savepoint, holding no other yet.
+    // idem::database::once, outside any savepoint, holding no other yet.
     [[nodiscard]] virtual bool may_defer() const noexcept = 0;
     virtual void defer(std::unique_ptr<deferred_statement> statement) = 0;
 

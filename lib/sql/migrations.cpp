@@ -29,8 +29,8 @@ std::set<int> applied_versions(soci::session& session) {
 
 std::vector<std::string> apply_migrations(transaction_runner& runner, std::span<const embedded_migration> migrations,
                                           const script_executor& execute_script) {
-    return runner.run([&](transaction& tx) {
-        soci::session& session = tx.session();
+    return runner.run([&](unit_of_work& tx) {
+        soci::session& session = tx.sql();
         std::set<int> applied;
         try {
             if (const std::string_view lock = tx.internals().dialect().migration_lock(); !lock.empty())

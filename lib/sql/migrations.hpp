@@ -21,7 +21,7 @@ struct IDEM_API embedded_migration {
 };
 
 // Runs one script (several statements) inside the migration's transaction.
-using script_executor = std::function<void(transaction& tx, std::string_view sql)>;
+using script_executor = std::function<void(unit_of_work& tx, std::string_view sql)>;
 
 // Applies the pending migrations in one transaction and returns their names,
 // in order (empty when the schema is current). Safe from several processes at

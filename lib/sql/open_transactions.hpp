@@ -9,10 +9,10 @@
 #include <span>
 
 #include "idem/export.hpp"
-#include "idem/transaction.hpp"
+#include "idem/unit_of_work.hpp"
 
 namespace idem::detail {
 
-[[nodiscard]] IDEM_API std::span<transaction* const> open_transactions() noexcept;
+[[nodiscard]] IDEM_API std::span<unit_of_work* const> open_transactions() noexcept;
 
 }  // namespace idem::detail

@@ -16,7 +16,7 @@ namespace idem {
 namespace {
 
 // Runners begin and end a transaction on the same thread (run() is synchronous).
-thread_local std::vector<transaction*> open_on_this_thread;
+thread_local std::vector<unit_of_work*> open_on_this_thread;
 
 // Throws a transaction_error carrying `cause` (the exception that made us roll
 // back) as its nested exception, so the caller still sees why.
@@ -32,7 +32,7 @@ thread_local std::vector<transaction*> open_on_this_thread;
 
 }  // namespace
 
-class IDEM_LOCAL transaction_runner::impl final : public transaction, public detail::sql_transaction {
+class IDEM_LOCAL transaction_runner::impl final : public unit_of_work, public detail::sql_transaction {
 public:
     impl(soci::session& session, const transaction_options& options)
         : session_(session),
@@ -49,7 +49,7 @@ public:
         }
     }
 
-    soci::session& session() override {
+    soci::session& sql() override {
         flush();
         return session_;
     }
@@ -231,7 +231,7 @@ private:
     friend class transaction_runner;
 };
 
-std::span<transaction* const> detail::open_transactions() noexcept {
+std::span<unit_of_work* const> detail::open_transactions() noexcept {
     return open_on_this_thread;
 }
 
@@ -257,7 +257,7 @@ std::optional<transaction_state> transaction_runner::last_state() const noexcept
     return impl_->state();
 }
 
-transaction& transaction_runner::enter(std::string& savepoint, bool fast) {
+unit_of_work& transaction_runner::enter(std::string& savepoint, bool fast) {
     if (impl_->open())
         savepoint = impl_->begin_savepoint();
     else

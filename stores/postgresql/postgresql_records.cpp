@@ -197,7 +197,7 @@ std::string_view readable(std::string_view part, std::string& scratch) {
     return scratch;
 }
 
-// The completing statement of execute_in_transaction, sent with COMMIT: it
+// The completing statement of the one-statement form (database::once), sent with COMMIT: it
 // keeps copies of its values, since the caller's are gone by then.
 class record_statements::completion final : public deferred_statement {
 public:

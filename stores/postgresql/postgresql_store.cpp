@@ -47,7 +47,7 @@ struct IDEM_LOCAL postgresql_store::impl {
     }
 
     // The statements of the connection `session` (the transaction's) has now, prepared on first use.
-    pg::record_statements& statements(transaction& tx, soci::session& session) {
+    pg::record_statements& statements(unit_of_work& tx, soci::session& session) {
         if (&tx.internals().dialect() != &pg::dialect())
             throw std::invalid_argument("idem: the transaction is not a PostgreSQL transaction");
         PGconn* conn = pg::native_handle(session);
@@ -87,10 +87,11 @@ std::vector<std::string> postgresql_store::migrate() {
     // READ COMMITTED: after the advisory lock, the versions read must include
     // what a migration that held the lock before committed.
     transaction_runner runner(c->session, {.isolation = isolation_level::read_committed});
-    return detail::apply_migrations(runner, detail::postgresql_migrations(), [](transaction& tx, std::string_view sql) {
-        // Several statements in one script: the simple protocol runs them all.
-        (void)pg::execute(pg::native_handle(tx.session()), std::string(sql).c_str(), "applying a migration");
-    });
+    return detail::apply_migrations(
+        runner, detail::postgresql_migrations(), [](unit_of_work& tx, std::string_view sql) {
+            // Several statements in one script: the simple protocol runs them all.
+            (void)pg::execute(pg::native_handle(tx.sql()), std::string(sql).c_str(), "applying a migration");
+        });
 }
 
 std::optional<record_state> postgresql_store::inspect(std::span<const std::byte> digest, bool with_payload) {
@@ -128,7 +129,7 @@ std::size_t postgresql_store::do_purge_expired(std::size_t limit) {
     return purge(*this, {.batch = purge_step, .max_rows = limit}).deleted;
 }
 
-reservation postgresql_store::do_try_reserve_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+reservation postgresql_store::do_try_reserve_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                                 duration lease) {
     // In a runner's transaction a held-back BEGIN goes out with the reserve, in one round trip.
     detail::fast_path& fast = tx.internals();
@@ -136,9 +137,9 @@ reservation postgresql_store::do_try_reserve_in(transaction& tx, const record_ke
     return s.try_reserve_in(key, fingerprint, detail::new_token(), lease, &fast);
 }
 
-bool postgresql_store::do_complete_in(transaction& tx, const record_key& key, std::string_view token,
+bool postgresql_store::do_complete_in(unit_of_work& tx, const record_key& key, std::string_view token,
                                       std::string_view fingerprint, std::string_view payload, duration retention) {
-    pg::record_statements& s = impl_->statements(tx, tx.session());
+    pg::record_statements& s = impl_->statements(tx, tx.sql());
     // The fast path: this transaction reserved the key (and holds its row
     // locked), the operation has returned, and COMMIT comes next; the completing
     // statement rides with it and fails the commit if it completes nothing.
@@ -150,16 +151,16 @@ bool postgresql_store::do_complete_in(transaction& tx, const record_key& key, st
     return s.complete(key, token, fingerprint, payload, retention);
 }
 
-record_lookup postgresql_store::do_look_up_in(transaction& tx, const record_key& key, std::string_view fingerprint) {
+record_lookup postgresql_store::do_look_up_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint) {
     // In a runner's transaction a held-back BEGIN goes out with the lookup, in one round trip.
     detail::fast_path& fast = tx.internals();
     pg::record_statements& s = impl_->statements(tx, fast.store_session());
     return s.look_up(key, fingerprint, &fast);
 }
 
-void postgresql_store::do_insert_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+void postgresql_store::do_insert_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                     std::optional<std::string_view> payload, duration span) {
-    pg::record_statements& s = impl_->statements(tx, tx.session());
+    pg::record_statements& s = impl_->statements(tx, tx.sql());
     // The record is the transaction's last statement: it rides with COMMIT, and
     // a failure (the key taken meanwhile) keeps the COMMIT from happening.
     detail::fast_path& fast = tx.internals();
@@ -170,8 +171,8 @@ void postgresql_store::do_insert_in(transaction& tx, const record_key& key, std:
     s.insert(key, fingerprint, payload, span);
 }
 
-bool postgresql_store::do_release_in(transaction& tx, const record_key& key, std::string_view token) {
-    return impl_->statements(tx, tx.session()).release(key, token);
+bool postgresql_store::do_release_in(unit_of_work& tx, const record_key& key, std::string_view token) {
+    return impl_->statements(tx, tx.sql()).release(key, token);
 }
 
 }  // namespace idem

@@ -56,7 +56,7 @@ struct IDEM_LOCAL sqlite_store::impl {
     // own would wait for that very lock until the busy timeout.
     template <class Work>
     auto detached_tx(Work&& work) {
-        if (transaction* open = open_on_this_file()) return open->savepoint([&] { return work(*open); });
+        if (unit_of_work* open = open_on_this_file()) return open->savepoint([&] { return work(*open); });
         auto c = pool->acquire();
         try {
             return c->runner->run(work);
@@ -70,27 +70,26 @@ struct IDEM_LOCAL sqlite_store::impl {
     // As detached_tx, handing the work the record statements.
     template <class Work>
     auto detached(Work&& work) {
-        return detached_tx([&](transaction& tx) { return work(statements(tx)); });
+        return detached_tx([&](unit_of_work& tx) { return work(statements(tx)); });
     }
 
-    [[nodiscard]] transaction* open_on_this_file() const {
+    [[nodiscard]] unit_of_work* open_on_this_file() const {
         const auto open = detail::open_transactions();
         for (auto it = open.rbegin(); it != open.rend(); ++it) {
-            transaction* tx = *it;
-            if (&tx->internals().dialect() == &sqlite::dialect() &&
-                file_of(sqlite::native_handle(tx->session())) == file)
+            unit_of_work* tx = *it;
+            if (&tx->internals().dialect() == &sqlite::dialect() && file_of(sqlite::native_handle(tx->sql())) == file)
                 return tx;
         }
         return nullptr;
     }
 
     // The statements of the connection `tx` runs on, prepared on first use.
-    sqlite::record_statements& statements(transaction& tx) { return prepared<sqlite::record_statements>(tx, id); }
-    sqlite::admin_statements& admin(transaction& tx) { return prepared<sqlite::admin_statements>(tx, admin_id); }
+    sqlite::record_statements& statements(unit_of_work& tx) { return prepared<sqlite::record_statements>(tx, id); }
+    sqlite::admin_statements& admin(unit_of_work& tx) { return prepared<sqlite::admin_statements>(tx, admin_id); }
 
     template <class Statements>
-    Statements& prepared(transaction& tx, std::uint64_t slot_owner) {
-        sqlite::database* db = sqlite::native_handle(tx.session());
+    Statements& prepared(unit_of_work& tx, std::uint64_t slot_owner) {
+        sqlite::database* db = sqlite::native_handle(tx.sql());
         std::shared_ptr<void>& slot = tx.internals().connection_cache(slot_owner);
         auto* cached = static_cast<Statements*>(slot.get());
         if (cached != nullptr && cached->db() == db) return *cached;
@@ -138,9 +137,10 @@ const std::string& sqlite_store::path() const noexcept {
 
 std::vector<std::string> sqlite_store::migrate() {
     auto c = impl_->pool->acquire();
-    return detail::apply_migrations(*c->runner, detail::sqlite_migrations(), [](transaction& tx, std::string_view sql) {
-        sqlite::execute(sqlite::native_handle(tx.session()), std::string(sql).c_str(), "applying a migration");
-    });
+    return detail::apply_migrations(
+        *c->runner, detail::sqlite_migrations(), [](unit_of_work& tx, std::string_view sql) {
+            sqlite::execute(sqlite::native_handle(tx.sql()), std::string(sql).c_str(), "applying a migration");
+        });
 }
 
 reservation sqlite_store::do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
@@ -170,12 +170,12 @@ bool sqlite_store::do_release(const record_key& key, std::string_view token) {
 std::optional<record_state> sqlite_store::inspect(std::span<const std::byte> digest, bool with_payload) {
     const detail::record_id_type id = detail::record_id_of(digest);
     return impl_->detached_tx(
-        [&](transaction& tx) { return impl_->admin(tx).inspect(id, with_payload, impl_->now()); });
+        [&](unit_of_work& tx) { return impl_->admin(tx).inspect(id, with_payload, impl_->now()); });
 }
 
 std::size_t sqlite_store::count_expired(duration older_than) {
     const std::int64_t cutoff = impl_->cutoff(older_than);
-    return impl_->detached_tx([&](transaction& tx) { return impl_->admin(tx).count_expired(cutoff); });
+    return impl_->detached_tx([&](unit_of_work& tx) { return impl_->admin(tx).count_expired(cutoff); });
 }
 
 std::size_t sqlite_store::purge_batch(std::size_t limit, duration older_than) {
@@ -190,26 +190,26 @@ std::size_t sqlite_store::do_purge_expired(std::size_t limit) {
     return purge(*this, {.batch = purge_batch_rows, .max_rows = limit}).deleted;
 }
 
-reservation sqlite_store::do_try_reserve_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+reservation sqlite_store::do_try_reserve_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                             duration lease) {
     return impl_->statements(tx).try_reserve(key, fingerprint, detail::new_token(), impl_->times(lease));
 }
 
-bool sqlite_store::do_complete_in(transaction& tx, const record_key& key, std::string_view token,
+bool sqlite_store::do_complete_in(unit_of_work& tx, const record_key& key, std::string_view token,
                                   std::string_view fingerprint, std::string_view payload, duration retention) {
     return impl_->statements(tx).complete(key, token, fingerprint, payload, impl_->times(retention));
 }
 
-record_lookup sqlite_store::do_look_up_in(transaction& tx, const record_key& key, std::string_view fingerprint) {
+record_lookup sqlite_store::do_look_up_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint) {
     return impl_->statements(tx).look_up(key, fingerprint, impl_->now());
 }
 
-void sqlite_store::do_insert_in(transaction& tx, const record_key& key, std::string_view fingerprint,
+void sqlite_store::do_insert_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                 std::optional<std::string_view> payload, duration span) {
     impl_->statements(tx).insert(key, fingerprint, detail::new_token(), payload, impl_->times(span));
 }
 
-bool sqlite_store::do_release_in(transaction& tx, const record_key& key, std::string_view token) {
+bool sqlite_store::do_release_in(unit_of_work& tx, const record_key& key, std::string_view token) {
     return impl_->statements(tx).release(key, token, impl_->now());
 }
 

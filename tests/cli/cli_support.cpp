@@ -89,7 +89,7 @@ void seed(const std::string& db, const std::string& prefix, int count, record_ki
     soci::session session;
     open_sqlite_session(session, db);
     transaction_runner runner{session};
-    runner.run([&](transaction& tx) {
+    runner.run([&](unit_of_work& tx) {
         for (int n = 0; n < count; ++n) {
             const record_key key = key_of(prefix, n);
             const auto r = store.try_reserve(tx, key, "fp", span);

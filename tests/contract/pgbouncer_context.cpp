@@ -21,11 +21,11 @@ struct pgbouncer_context final : idem::contract::store_context {
         return std::make_shared<idem::postgresql_store>(idem::postgresql_store_options{
             .connection = pooler.conninfo(), .pool_size = 16, .migrate_on_open = false, .transaction_pooler = true});
     }
-    void run_in_transaction(const std::function<void(idem::transaction&)>& work, bool commit) override {
+    void run_in_transaction(const std::function<void(idem::unit_of_work&)>& work, bool commit) override {
         soci::session session;
         idem::open_postgresql_session(session, pooler.conninfo());
         idem::transaction_runner runner{session};
-        runner.run([&](idem::transaction& tx) { work(tx); }, [&] { return commit; });
+        runner.run([&](idem::unit_of_work& tx) { work(tx); }, [&] { return commit; });
     }
 
     idem::test::postgres_server server;

@@ -17,11 +17,11 @@ struct postgresql_context final : idem::contract::store_context {
         options.pool_size = 16;  // fewer than the race's 64 threads: the rest wait for a connection
         return std::make_shared<idem::postgresql_store>(options);
     }
-    void run_in_transaction(const std::function<void(idem::transaction&)>& work, bool commit) override {
+    void run_in_transaction(const std::function<void(idem::unit_of_work&)>& work, bool commit) override {
         soci::session session;
         idem::open_postgresql_session(session, idem::test::shared_postgres());
         idem::transaction_runner runner{session};
-        runner.run([&](idem::transaction& tx) { work(tx); }, [&] { return commit; });
+        runner.run([&](idem::unit_of_work& tx) { work(tx); }, [&] { return commit; });
     }
 };
 

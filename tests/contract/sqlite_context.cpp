@@ -25,11 +25,11 @@ struct sqlite_context final : idem::contract::store_context {
     }
     void advance(idem::duration by) override { clock->advance(by); }
     [[nodiscard]] idem::duration short_span() const override { return std::chrono::seconds(30); }
-    void run_in_transaction(const std::function<void(idem::transaction&)>& work, bool commit) override {
+    void run_in_transaction(const std::function<void(idem::unit_of_work&)>& work, bool commit) override {
         soci::session session;
         idem::open_sqlite_session(session, path());
         idem::transaction_runner runner{session};
-        runner.run([&](idem::transaction& tx) { work(tx); }, [&] { return commit; });
+        runner.run([&](idem::unit_of_work& tx) { work(tx); }, [&] { return commit; });
     }
 };
 

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "bank_places.hpp"
 #include "idem/database.hpp"
 #include "recording_sink.hpp"
 #include "temp_dir.hpp"
@@ -66,72 +67,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using idem::execution_status;
-
-// A database of its own for one test: a SQLite file in a temp folder, or a scratch PostgreSQL database.
-class place {
-public:
-    virtual ~place() = default;
-    [[nodiscard]] virtual std::string url() const = 0;
-    [[nodiscard]] virtual bool postgresql() const = 0;
-};
-
-class sqlite_place final : public place {
-public:
-    [[nodiscard]] std::string url() const override { return "sqlite:" + (dir_.path() / "bank.db").string(); }
-    [[nodiscard]] bool postgresql() const override { return false; }
-
-private:
-    idem::test::temp_dir dir_{"database"};
-};
-
-#ifdef IDEM_TEST_POSTGRESQL
-class postgresql_place final : public place {
-public:
-    [[nodiscard]] std::string url() const override { return scratch_.conninfo(); }
-    [[nodiscard]] bool postgresql() const override { return true; }
-
-private:
-    idem::test::scratch_database scratch_{idem::test::shared_postgres(), "database"};
-};
-#endif
-
-std::vector<std::unique_ptr<place>> places() {
-    std::vector<std::unique_ptr<place>> all;
-    all.push_back(std::make_unique<sqlite_place>());
-#ifdef IDEM_TEST_POSTGRESQL
-    all.push_back(std::make_unique<postgresql_place>());
-#endif
-    return all;
-}
-
-idem::database open_bank(const place& where, idem::database_options options = {}) {
-    idem::database db = idem::database::open(where.url(), std::move(options));
-    db.migrate();
-    db.transact([](idem::unit_of_work& uow) {
-        uow.sql() << "CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, balance BIGINT NOT NULL)";
-        uow.sql() << "CREATE TABLE IF NOT EXISTS transfers (id TEXT PRIMARY KEY, from_account TEXT NOT NULL, "
-                     "to_account TEXT NOT NULL, amount BIGINT NOT NULL)";
-        uow.sql() << "INSERT INTO accounts (id, balance) VALUES ('alice', 1000000), ('bob', 0)";
-    });
-    return db;
-}
-
-long long balance(idem::database& db, const std::string& id) {
-    return db.read([&](soci::session& sql) {
-        long long b = -1;
-        sql << "SELECT balance FROM accounts WHERE id = :id", soci::use(id), soci::into(b);
-        return b;
-    });
-}
-
-void move(idem::unit_of_work& uow, long long amount) {
-    uow.sql() << "UPDATE accounts SET balance = balance - :a WHERE id = 'alice'", soci::use(amount);
-    uow.sql() << "UPDATE accounts SET balance = balance + :a WHERE id = 'bob'", soci::use(amount);
-}
-
-idem::record_key key_of(const std::string& k) {
-    return {"bank.transfer", idem::scope::tenant("acme"), k};
-}
+using namespace idem::test;
 
 }  // namespace
 

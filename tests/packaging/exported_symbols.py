@@ -38,8 +38,8 @@ ALLOWED = [
     (r"^idem::detail::(sha1|hex)$", {"libidem"}),
     # Random bytes of libidem's CSPRNG: the HTTP client's UUIDv4 keys (idem_httplib).
     (r"^idem::detail::random_bytes$", {"libidem"}),
-    # Declared in the public database.hpp for its inline integer codec: the checked parse.
-    (r"^idem::detail::(parse_signed|parse_unsigned)$", {"libidem_database"}),
+    # Declared in the public result_codec.hpp for default_codec's integers: the checked parse.
+    (r"^idem::detail::(parse_signed|parse_unsigned)$", {"libidem"}),
 ]
 
 # Internal: a detail namespace, an anonymous one, or a class's private implementation (pimpl).

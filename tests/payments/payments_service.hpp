@@ -5,6 +5,7 @@
 //   payments_service crashing({.db = svc.db, .crash_at = "after_writes"});  // same database
 //   svc.open("alice", 1000);
 //   auto r = svc.post("/transfers", body, {{"Idempotency-Key", "k1"}});
+//   auto d = svc.deliver(svc.deposit_event("evt_1", "alice", 500));  // a signed provider event
 #pragma once
 
 #include <doctest/doctest.h>
@@ -19,9 +20,14 @@
 #include <vector>
 
 #include "child_process.hpp"
+#include "idem/webhook.hpp"
 #include "temp_dir.hpp"
 #ifdef IDEM_PAYMENTS_POSTGRESQL
+#include <libpq-fe.h>
+
 #include "postgres_server.hpp"
+#else
+#include <sqlite3.h>
 #endif
 
 namespace idem::test {
@@ -109,6 +115,48 @@ struct payments_service {
     }
     std::string transfer_body(const std::string& from, const std::string& to, long long amount) const {
         return "{\"from\":\"" + from + "\",\"to\":\"" + to + "\",\"amount\":" + std::to_string(amount) + "}";
+    }
+    std::string deposit_event(const std::string& id, const std::string& account, long long amount) const {
+        return "{\"id\":\"" + id + "\",\"account\":\"" + account + "\",\"amount\":" + std::to_string(amount) + "}";
+    }
+    // A provider delivery of `event`, signed as the provider signs (Provider-Signature:
+    // t=...,v1=...) with `secrets` (the service's own by default) at `at`.
+    httplib::Result deliver(const std::string& event, std::vector<std::string> secrets = {},
+                            std::chrono::system_clock::time_point at = std::chrono::system_clock::now()) const {
+        if (secrets.empty()) secrets.push_back(secret);
+        return client().Post("/webhooks/provider",
+                             {{"Provider-Signature", idem::webhook::sign_timestamped(secrets, event, at)}}, event,
+                             "application/json");
+    }
+
+    // A number the database answers `sql` with (COUNT(*) of something), read on a
+    // connection of the test's own.
+    long long count(const std::string& sql) const {
+#ifdef IDEM_PAYMENTS_POSTGRESQL
+        PGconn* conn = PQconnectdb(db.c_str());
+        REQUIRE(PQstatus(conn) == CONNECTION_OK);
+        PGresult* r = PQexec(conn, sql.c_str());
+        const bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+        const long long n = ok ? std::stoll(PQgetvalue(r, 0, 0)) : -1;
+        PQclear(r);
+        PQfinish(conn);
+#else
+        sqlite3* conn = nullptr;
+        REQUIRE(sqlite3_open_v2(db.substr(7).c_str(), &conn, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+        sqlite3_busy_timeout(conn, 5000);
+        sqlite3_stmt* st = nullptr;
+        const bool ok =
+            sqlite3_prepare_v2(conn, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+        const long long n = ok ? sqlite3_column_int64(st, 0) : -1;
+        sqlite3_finalize(st);
+        sqlite3_close(conn);
+#endif
+        REQUIRE(ok);
+        return n;
+    }
+    // idem's records of a namespace ("http", "webhook:provider").
+    long long records(const std::string& name_space) const {
+        return count("SELECT COUNT(*) FROM idem_records WHERE namespace = '" + name_space + "'");
     }
 };
 

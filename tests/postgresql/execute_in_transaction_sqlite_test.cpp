@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "idem/execute_in_transaction.hpp"
+#include "idem/detail/run_owned.hpp"
 #include "idem/sqlite_store.hpp"
 #include "temp_dir.hpp"
 
@@ -16,7 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using idem::execution_status;
-using idem::transaction;
+using idem::unit_of_work;
 
 struct declined : std::runtime_error {
     declined() : std::runtime_error("declined") {}
@@ -35,9 +35,9 @@ TEST_CASE("execute_in_transaction on sqlite: executed, replayed, rolled back, li
     idem::transaction_runner runner{session};
     std::atomic<int> runs{0};
     auto write = [&](const std::string& k) {
-        return [&, k](transaction& tx) {
+        return [&, k](unit_of_work& tx) {
             ++runs;
-            tx.session() << "INSERT INTO ledger (k) VALUES (:k)", soci::use(k);
+            tx.sql() << "INSERT INTO ledger (k) VALUES (:k)", soci::use(k);
             return std::string("written " + k);
         };
     };
@@ -48,31 +48,31 @@ TEST_CASE("execute_in_transaction on sqlite: executed, replayed, rolled back, li
     };
     const idem::record_key key("ledger", "s-1");
 
-    auto first = idem::execute_in_transaction(exec, runner, key, "fp", {}, write("s-1"), idem::string_codec{});
+    auto first = idem::detail::execute_in_transaction(exec, runner, key, "fp", {}, write("s-1"), idem::string_codec{});
     CHECK(first.status() == execution_status::executed);
-    auto again = idem::execute_in_transaction(exec, runner, key, "fp", {}, write("s-1"), idem::string_codec{});
+    auto again = idem::detail::execute_in_transaction(exec, runner, key, "fp", {}, write("s-1"), idem::string_codec{});
     CHECK(again.status() == execution_status::replayed);
     CHECK(again.value() == "written s-1");
-    CHECK(idem::execute_in_transaction(exec, runner, key, "other", {}, write("s-1"), idem::string_codec{}).status() ==
-          execution_status::key_reused);
+    CHECK(idem::detail::execute_in_transaction(exec, runner, key, "other", {}, write("s-1"), idem::string_codec{})
+              .status() == execution_status::key_reused);
 
     const idem::record_key other("ledger", "s-2");
-    CHECK_THROWS_AS(idem::execute_in_transaction(
+    CHECK_THROWS_AS(idem::detail::execute_in_transaction(
                         exec, runner, other, "fp", {},
-                        [&](transaction& tx) -> std::string {
+                        [&](unit_of_work& tx) -> std::string {
                             (void)write("s-2")(tx);
                             throw declined();
                         },
                         idem::string_codec{}),
                     declined);
     CHECK(runner.last_state() == idem::transaction_state::rolled_back);
-    CHECK(idem::execute_in_transaction(exec, runner, other, "fp", {}, write("s-2"), idem::string_codec{},
-                                       [](const auto&) { return false; })
+    CHECK(idem::detail::execute_in_transaction(exec, runner, other, "fp", {}, write("s-2"), idem::string_codec{},
+                                               [](const auto&) { return false; })
               .status() == execution_status::executed);
     CHECK(runner.last_state() == idem::transaction_state::rolled_back);
     CHECK(count() == 1);
-    CHECK(idem::execute_in_transaction(exec, runner, other, "fp", {}, write("s-2"), idem::string_codec{}).status() ==
-          execution_status::executed);
+    CHECK(idem::detail::execute_in_transaction(exec, runner, other, "fp", {}, write("s-2"), idem::string_codec{})
+              .status() == execution_status::executed);
     CHECK(count() == 2);
     CHECK(runs == 4);
 }
@@ -100,14 +100,14 @@ TEST_CASE("execute_in_transaction on sqlite: threads racing on each key, one exe
             for (int round = 0; round < rounds; ++round) {
                 start.arrive_and_wait();
                 const idem::record_key key("bank.transfer", "race-" + std::to_string(round));
-                auto e = idem::execute_in_transaction(
+                auto e = idem::detail::execute_in_transaction(
                     exec, runner, key, "fp", {},
-                    [&](transaction& tx) {
+                    [&](unit_of_work& tx) {
                         ++runs;
-                        tx.session() << "UPDATE accounts SET balance = balance - 1 "
-                                        "WHERE id = 'alice'";
-                        tx.session() << "UPDATE accounts SET balance = balance + 1 "
-                                        "WHERE id = 'bob'";
+                        tx.sql() << "UPDATE accounts SET balance = balance - 1 "
+                                    "WHERE id = 'alice'";
+                        tx.sql() << "UPDATE accounts SET balance = balance + 1 "
+                                    "WHERE id = 'bob'";
                         return std::string("moved 1");
                     },
                     idem::string_codec{});
@@ -141,10 +141,10 @@ TEST_CASE("execute_in_transaction on sqlite: reserve_first, a lease-mode key in 
     idem::open_sqlite_session(session, db);
     idem::transaction_runner runner{session};
     int runs = 0;
-    auto work = [&](transaction&) { return std::to_string(++runs); };
+    auto work = [&](unit_of_work&) { return std::to_string(++runs); };
     auto call = [&](const char* k, idem::execution_options o = {}) {
-        return idem::execute_in_transaction(exec, runner, idem::record_key("ledger", k), "fp", o, work,
-                                            idem::string_codec{});
+        return idem::detail::execute_in_transaction(exec, runner, idem::record_key("ledger", k), "fp", o, work,
+                                                    idem::string_codec{});
     };
     CHECK(call("r-1", {.reserve_first = true}).status() == execution_status::executed);
     CHECK(call("r-1", {.reserve_first = true}).value() == "1");

@@ -23,7 +23,7 @@ namespace bank = idem::test::bank;
 using bank::business_failure;
 using idem::execution_status;
 using idem::reservation_status;
-using idem::transaction;
+using idem::unit_of_work;
 using idem::test::executor_fixture;
 
 // Counts the round trips a session makes: every message after which libpq
@@ -124,10 +124,10 @@ TEST_CASE("execute_in_transaction gives the same results as the plain form") {
 
 TEST_CASE("execute_in_transaction rolls back with the operation and with should_commit") {
     executor_fixture f;
-    CHECK_THROWS_AS(idem::execute_in_transaction(
+    CHECK_THROWS_AS(idem::detail::execute_in_transaction(
                         f.exec, *f.runner, bank::transfer_key("r-1"), bank::fingerprint, {},
-                        [&](transaction& tx) -> std::string {
-                            bank::move_money(tx.session(), "r-1", 10);
+                        [&](unit_of_work& tx) -> std::string {
+                            bank::move_money(tx.sql(), "r-1", 10);
                             throw business_failure();
                         },
                         f.codec),
@@ -136,9 +136,9 @@ TEST_CASE("execute_in_transaction rolls back with the operation and with should_
     CHECK(f.ledger() == 0);
     CHECK(f.record("r-1") == reservation_status::reserved);
 
-    auto declined = idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("r-2"), bank::fingerprint, {},
-                                                 f.operation("r-2"), f.codec,
-                                                 [](const idem::execution<std::string>&) { return false; });
+    auto declined = idem::detail::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("r-2"),
+                                                         bank::fingerprint, {}, f.operation("r-2"), f.codec,
+                                                         [](const idem::execution<std::string>&) { return false; });
     CHECK(declined.status() == execution_status::executed);
     CHECK(f.runner->last_state() == idem::transaction_state::rolled_back);
     CHECK(f.ledger() == 0);
@@ -152,13 +152,13 @@ TEST_CASE("execute_in_transaction: a completing statement that completes nothing
     // The operation hands the key to another token behind the executor's back:
     // the record can no longer be completed, so nothing may commit.
     try {
-        (void)idem::execute_in_transaction(
+        (void)idem::detail::execute_in_transaction(
             f.exec, *f.runner, bank::transfer_key("c-1"), bank::fingerprint, {.reserve_first = true},
-            [&](transaction& tx) {
-                bank::move_money(tx.session(), "c-1", 10);
-                tx.session() << "UPDATE idem_records SET token = 'stolen'::bytea"
-                                " WHERE key_hash = '\\x" +
-                                    idem::test::record_id_hex(bank::transfer_key("c-1")) + "'";
+            [&](unit_of_work& tx) {
+                bank::move_money(tx.sql(), "c-1", 10);
+                tx.sql() << "UPDATE idem_records SET token = 'stolen'::bytea"
+                            " WHERE key_hash = '\\x" +
+                                idem::test::record_id_hex(bank::transfer_key("c-1")) + "'";
                 return std::string("moved 10");
             },
             f.codec);
@@ -182,7 +182,7 @@ TEST_CASE("execute_in_transaction costs no round trip beyond the bare transactio
     (void)f.transfer("warm-up-plain");
     round_trips trips(f.session);
 
-    f.runner->run([&](transaction& tx) { bank::move_money(tx.session(), "bare", 10); });
+    f.runner->run([&](unit_of_work& tx) { bank::move_money(tx.sql(), "bare", 10); });
     const int bare = trips.count();
     trips.reset();
     CHECK(f.transfer_fast("rt-1").status() == execution_status::executed);
@@ -219,10 +219,10 @@ TEST_CASE("execute_in_transaction: the held BEGIN goes out before anything else 
 
     // A store that cannot join transactions: the operation's writes still run in the transaction.
     idem::executor memory{std::make_shared<idem::memory_store>()};
-    CHECK_THROWS_AS(idem::execute_in_transaction(
+    CHECK_THROWS_AS(idem::detail::execute_in_transaction(
                         memory, *f.runner, bank::transfer_key("h-3"), bank::fingerprint, {},
-                        [&](transaction& tx) -> std::string {
-                            bank::move_money(tx.session(), "h-3", 10);
+                        [&](unit_of_work& tx) -> std::string {
+                            bank::move_money(tx.sql(), "h-3", 10);
                             throw business_failure();
                         },
                         f.codec),
@@ -230,15 +230,15 @@ TEST_CASE("execute_in_transaction: the held BEGIN goes out before anything else 
     CHECK(f.ledger() == 2);
 
     // Inside a transaction the runner already has open: joined behind a savepoint, rolled back with it.
-    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
-        bank::move_money(tx.session(), "outer", 10);
+    CHECK_THROWS_AS(f.runner->run([&](unit_of_work& tx) {
+        bank::move_money(tx.sql(), "outer", 10);
         CHECK(f.transfer_fast("h-4").status() == execution_status::executed);
         throw business_failure();
     }),
                     business_failure);
     CHECK(f.ledger() == 2);
     CHECK(f.record("h-4") == reservation_status::reserved);
-    f.runner->run([&](transaction&) { CHECK(f.transfer_fast("h-5").status() == execution_status::executed); });
+    f.runner->run([&](unit_of_work&) { CHECK(f.transfer_fast("h-5").status() == execution_status::executed); });
     CHECK(f.record("h-5") == reservation_status::completed);
     CHECK(f.ledger() == 3);
 }
@@ -247,10 +247,10 @@ TEST_CASE("execute_in_transaction: a duplicate waits for the first commit, then 
     executor_fixture f;
     std::promise<void> started;
     std::jthread first([&] {
-        auto e = idem::execute_in_transaction(
+        auto e = idem::detail::execute_in_transaction(
             f.exec, *f.runner, bank::transfer_key("w-1"), bank::fingerprint, {},
-            [&](transaction& tx) {
-                bank::move_money(tx.session(), "w-1", 10);
+            [&](unit_of_work& tx) {
+                bank::move_money(tx.sql(), "w-1", 10);
                 started.set_value();
                 std::this_thread::sleep_for(300ms);
                 return std::string("moved 10");
@@ -261,8 +261,8 @@ TEST_CASE("execute_in_transaction: a duplicate waits for the first commit, then 
     started.get_future().wait();
     executor_fixture::connection other(*f.database);
     const auto begun = std::chrono::steady_clock::now();
-    auto e = idem::execute_in_transaction(f.exec, *other.runner, bank::transfer_key("w-1"), bank::fingerprint, {},
-                                          f.operation("w-1"), f.codec);
+    auto e = idem::detail::execute_in_transaction(f.exec, *other.runner, bank::transfer_key("w-1"), bank::fingerprint,
+                                                  {}, f.operation("w-1"), f.codec);
     const auto waited = std::chrono::steady_clock::now() - begun;
     first.join();
     CHECK(e.status() == execution_status::replayed);
@@ -282,12 +282,12 @@ TEST_CASE("execute_in_transaction: duplicates on their own connections all run; 
     std::vector<std::jthread> pool;
     for (int t = 0; t < threads; ++t)
         pool.emplace_back([&, t] {
-            auto e = idem::execute_in_transaction(
+            auto e = idem::detail::execute_in_transaction(
                 f.exec, *connections[t]->runner, bank::transfer_key("d-1"), bank::fingerprint, {},
-                [&](transaction& tx) {
+                [&](unit_of_work& tx) {
                     ++f.runs;
                     all_inside.arrive_and_wait();
-                    bank::move_money(tx.session(), "d-1", 10);
+                    bank::move_money(tx.sql(), "d-1", 10);
                     return std::string("moved 10");
                 },
                 f.codec);
@@ -308,11 +308,11 @@ TEST_CASE("execute_in_transaction: duplicates on their own connections all run; 
     std::atomic<int> reused{0};
     for (const char* fp : {"one transfer", "another transfer"})
         pool.emplace_back([&, fp] {
-            auto e = idem::execute_in_transaction(
+            auto e = idem::detail::execute_in_transaction(
                 f.exec, *connections[fp[0] == 'o' ? 0 : 1]->runner, bank::transfer_key("d-2"), fp, {},
-                [&](transaction& tx) {
+                [&](unit_of_work& tx) {
                     two_inside.arrive_and_wait();
-                    bank::move_money(tx.session(), "d-2", 10);
+                    bank::move_money(tx.sql(), "d-2", 10);
                     return std::string("moved 10");
                 },
                 f.codec);
@@ -325,10 +325,10 @@ TEST_CASE("execute_in_transaction: duplicates on their own connections all run; 
 
 TEST_CASE("execute_in_transaction: a throwing operation leaves nothing, and a kept-in-flight result holds the key") {
     executor_fixture f;
-    CHECK_THROWS_AS(idem::execute_in_transaction(
+    CHECK_THROWS_AS(idem::detail::execute_in_transaction(
                         f.exec, *f.runner, bank::transfer_key("t-1"), bank::fingerprint, {},
-                        [&](transaction& tx) -> std::string {
-                            bank::move_money(tx.session(), "t-1", 10);
+                        [&](unit_of_work& tx) -> std::string {
+                            bank::move_money(tx.sql(), "t-1", 10);
                             throw business_failure();
                         },
                         f.codec),
@@ -340,8 +340,8 @@ TEST_CASE("execute_in_transaction: a throwing operation leaves nothing, and a ke
     const auto pending = idem::make_codec<std::string>(
         [](const std::string& s) { return s; }, [](std::string_view s) { return std::string(s); },
         [](const std::string&) { return idem::classification::keep_in_flight; });
-    CHECK(idem::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("t-2"), bank::fingerprint, {},
-                                       f.operation("t-2"), pending)
+    CHECK(idem::detail::execute_in_transaction(f.exec, *f.runner, bank::transfer_key("t-2"), bank::fingerprint, {},
+                                               f.operation("t-2"), pending)
               .status() == execution_status::executed);
     CHECK(f.record("t-2") == reservation_status::in_flight);
     CHECK(f.transfer_fast("t-2").status() == execution_status::in_flight);

@@ -67,9 +67,10 @@ TEST_CASE("executor on postgresql, lease mode: the database's clock ends the lea
 TEST_CASE("executor on postgresql, observe in a REPEATABLE READ transaction: no record, the business data kept") {
     executor_fixture f;
     idem::transaction_runner strict(f.session, {.isolation = idem::isolation_level::repeatable_read});
-    auto e = strict.run([&](transaction& tx) {
-        return f.exec.execute(tx, bank::transfer_key("o-4"), bank::fingerprint, {.mode = idem::mode::observe},
-                              f.operation(tx, "o-4"), f.codec);
+    auto e = strict.run([&](unit_of_work& tx) {
+        return idem::detail::executor_access::execute_in(f.exec, tx, bank::transfer_key("o-4"), bank::fingerprint,
+                                                         {.mode = idem::mode::observe}, f.operation(tx, "o-4"),
+                                                         f.codec);
     });
     CHECK(e.status() == execution_status::executed);
     CHECK(f.sink->logged("idem.observe.record_failed"));  // the store refused to write at this level
@@ -90,9 +91,10 @@ TEST_CASE("executor on postgresql: 32 threads on their own connections run one k
             pool.emplace_back([&] {
                 executor_fixture::connection c(*f.database);
                 try {
-                    auto e = c.runner->run([&](transaction& tx) {
-                        return f.exec.execute(tx, bank::transfer_key("race"), bank::fingerprint, {},
-                                              f.operation(tx, "race"), f.codec);
+                    auto e = c.runner->run([&](unit_of_work& tx) {
+                        return idem::detail::executor_access::execute_in(f.exec, tx, bank::transfer_key("race"),
+                                                                         bank::fingerprint, {}, f.operation(tx, "race"),
+                                                                         f.codec);
                     });
                     (e.status() == execution_status::executed ? executed : replayed)++;
                 } catch (const std::exception&) {
@@ -120,13 +122,13 @@ TEST_CASE("executor on postgresql, observe inside a transaction: the default loc
     std::promise<void> a_reserved, b_locked;
     std::jthread request_a([&] {
         executor_fixture::connection a(*f.database);
-        auto e = a.runner->run([&](transaction& tx) {
-            return f.exec.execute(
-                tx, bank::transfer_key("cycle"), bank::fingerprint, {},
+        auto e = a.runner->run([&](unit_of_work& tx) {
+            return idem::detail::executor_access::execute_in(
+                f.exec, tx, bank::transfer_key("cycle"), bank::fingerprint, {},
                 [&] {
                     a_reserved.set_value();
                     b_locked.get_future().wait();
-                    bank::move_money(tx.session(), "cycle-a", 10);  // waits for B's row
+                    bank::move_money(tx.sql(), "cycle-a", 10);  // waits for B's row
                     return std::string("a moved 10");
                 },
                 f.codec);
@@ -137,11 +139,12 @@ TEST_CASE("executor on postgresql, observe inside a transaction: the default loc
     a_reserved.get_future().wait();
 
     const auto started = std::chrono::steady_clock::now();
-    auto b = f.runner->run([&](transaction& tx) {
-        tx.session() << "UPDATE accounts SET balance = balance WHERE id = 'alice'";  // B's row lock
+    auto b = f.runner->run([&](unit_of_work& tx) {
+        tx.sql() << "UPDATE accounts SET balance = balance WHERE id = 'alice'";  // B's row lock
         b_locked.set_value();
-        return f.exec.execute(tx, bank::transfer_key("cycle"), bank::fingerprint, {.mode = idem::mode::observe},
-                              f.operation(tx, "cycle-b"), f.codec);
+        return idem::detail::executor_access::execute_in(f.exec, tx, bank::transfer_key("cycle"), bank::fingerprint,
+                                                         {.mode = idem::mode::observe}, f.operation(tx, "cycle-b"),
+                                                         f.codec);
     });
     const auto waited = std::chrono::steady_clock::now() - started;
     request_a.join();

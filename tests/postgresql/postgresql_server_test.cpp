@@ -19,7 +19,7 @@
 #include "bank.hpp"
 #include "child_process.hpp"
 #include "expect.hpp"
-#include "idem/execute_in_transaction.hpp"
+#include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
 #include "postgres_server.hpp"
 
@@ -93,10 +93,10 @@ TEST_CASE("a server restarted during a run: typed errors, then recovery; no cras
                         if (t % 2 == 0) {
                             ran = bank::transfer(*store, runner, key, 10) == bank::outcome::executed;
                         } else {
-                            auto e = idem::execute_in_transaction(
+                            auto e = idem::detail::execute_in_transaction(
                                 exec, runner, bank::transfer_key(key), bank::fingerprint, {},
-                                [&](idem::transaction& tx) {
-                                    bank::move_money(tx.session(), key, 10);
+                                [&](idem::unit_of_work& tx) {
+                                    bank::move_money(tx.sql(), key, 10);
                                     return std::string("moved 10");
                                 },
                                 idem::string_codec{});
@@ -181,12 +181,12 @@ TEST_CASE("while the server is down every call is a connection_lost store_error;
     CHECK(store_error_of([&] { (void)store->try_reserve(key, "fp", 1min); }).is_connection_lost());
     CHECK(store_error_of([&] { (void)store->count_expired(0s); }).is_connection_lost());
     CHECK(store_error_of([&] {
-              runner.run([&](idem::transaction& tx) { (void)store->try_reserve(tx, key, "fp", 1min); });
+              runner.run([&](idem::unit_of_work& tx) { (void)store->try_reserve(tx, key, "fp", 1min); });
           }).is_connection_lost());
     CHECK(runner.last_state() != idem::transaction_state::committed);
     CHECK(store_error_of([&] {
-              (void)idem::execute_in_transaction(
-                  exec, runner, key, "fp", {}, [](idem::transaction&) { return std::string("ran"); },
+              (void)idem::detail::execute_in_transaction(
+                  exec, runner, key, "fp", {}, [](idem::unit_of_work&) { return std::string("ran"); },
                   idem::string_codec{});
           }).is_connection_lost());
     CHECK(store_error_of([&] {
@@ -203,9 +203,9 @@ TEST_CASE("while the server is down every call is a connection_lost store_error;
     CHECK(store->try_reserve(idem::record_key("outage", "before"), "fp", 1h).status == reservation_status::in_flight);
     CHECK(store->complete(idem::record_key("outage", "before"), before.token, "fp", "done", 1h));
     reconnect(session);
-    auto e = idem::execute_in_transaction(
+    auto e = idem::detail::execute_in_transaction(
         exec, runner, idem::record_key("outage", "after"), "fp", {},
-        [](idem::transaction&) { return std::string("ran"); }, idem::string_codec{});
+        [](idem::unit_of_work&) { return std::string("ran"); }, idem::string_codec{});
     CHECK(e.status() == idem::execution_status::executed);
 }
 

@@ -30,7 +30,7 @@ using namespace std::chrono_literals;
 namespace bank = idem::test::pg_bank;
 using idem::reservation_status;
 using idem::store_failure;
-using idem::transaction;
+using idem::unit_of_work;
 using idem::test::store_error_of;
 
 struct fixture {
@@ -120,7 +120,7 @@ TEST_CASE("postgresql store: REPEATABLE READ and SERIALIZABLE transactions are r
     for (auto level : {idem::isolation_level::repeatable_read, idem::isolation_level::serializable}) {
         idem::transaction_runner strict(f.session, {.isolation = level});
         const auto e = store_error_of([&] {
-            strict.run([&](transaction& tx) {
+            strict.run([&](unit_of_work& tx) {
                 (void)f.store.try_reserve(tx, bank::transfer_key("t-7"), bank::fingerprint, 1min);
             });
         });
@@ -132,12 +132,12 @@ TEST_CASE("postgresql store: REPEATABLE READ and SERIALIZABLE transactions are r
 
         // complete and release refuse too, and write nothing.
         CHECK(store_error_of([&] {
-                  strict.run([&](transaction& tx) {
+                  strict.run([&](unit_of_work& tx) {
                       (void)f.store.complete(tx, bank::transfer_key("t-7"), "token", bank::fingerprint, "x", 1h);
                   });
               }).failure() == store_failure::unsupported);
         CHECK(store_error_of([&] {
-                  strict.run([&](transaction& tx) { (void)f.store.release(tx, bank::transfer_key("t-7"), "token"); });
+                  strict.run([&](unit_of_work& tx) { (void)f.store.release(tx, bank::transfer_key("t-7"), "token"); });
               }).failure() == store_failure::unsupported);
     }
     // The level the session runs at is what counts, not what the runner was told.
@@ -171,7 +171,7 @@ TEST_CASE("postgresql store: binary payloads and keys with NUL round-trip; rows 
     const idem::record_key with_replacement("bank.\xC3\xA9t\xC3\xA9", idem::scope::tenant("T 1"),
                                             "a\xEF\xBF\xBD"
                                             "b");
-    f.runner->run([&](transaction& tx) {
+    f.runner->run([&](unit_of_work& tx) {
         auto r = f.store.try_reserve(tx, with_nul, std::string("fp\0\xff", 4), 1min);
         REQUIRE(r.status == reservation_status::reserved);
         REQUIRE(f.store.complete(tx, with_nul, r.token, std::string("fp\0\xff", 4), payload, 1h));
@@ -424,7 +424,7 @@ TEST_CASE("postgresql store: a transaction on another database is refused before
         soci::session elsewhere;
         idem::open_postgresql_session(elsewhere, other.conninfo());
         idem::transaction_runner runner{elsewhere};
-        CHECK_THROWS_AS(runner.run([&](transaction& tx) {
+        CHECK_THROWS_AS(runner.run([&](unit_of_work& tx) {
             (void)f.store.try_reserve(tx, bank::transfer_key("x"), bank::fingerprint, 1min);
         }),
                         std::invalid_argument);
@@ -437,7 +437,7 @@ TEST_CASE("postgresql store: lock and statement timeouts, deadlocks: typed, tran
     std::promise<void> holding;
     std::promise<void> done;
     std::jthread holder([&] {
-        f.runner->run([&](transaction& tx) {
+        f.runner->run([&](unit_of_work& tx) {
             auto r = f.store.try_reserve(tx, bank::transfer_key("secret-key"), bank::fingerprint, 1min);
             REQUIRE(r.status == reservation_status::reserved);
             holding.set_value();
@@ -469,7 +469,7 @@ TEST_CASE("postgresql store: lock and statement timeouts, deadlocks: typed, tran
     auto cross = [&](idem::transaction_runner& runner, const std::string& a, const std::string& b,
                      std::promise<void>& mine, std::shared_future<void> theirs) {
         try {
-            runner.run([&](transaction& tx) {
+            runner.run([&](unit_of_work& tx) {
                 REQUIRE(f.store.try_reserve(tx, bank::transfer_key(a), bank::fingerprint, 1min).status ==
                         reservation_status::reserved);
                 mine.set_value();

@@ -9,7 +9,7 @@
 
 #include "bank.hpp"
 #include "bank_worker.hpp"
-#include "idem/execute_in_transaction.hpp"
+#include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
 
 namespace {
@@ -42,10 +42,10 @@ int transfer(const std::string& conninfo, int threads, int rounds, bool one_stat
         threads, rounds, [&](soci::session& session) { idem::open_postgresql_session(session, conninfo); },
         [&](int thread, idem::transaction_runner& runner, const std::string& key) {
             if (thread % 2 == 0 && !one_statement) return bank::transfer(*store, runner, key, 10);
-            auto e = idem::execute_in_transaction(
+            auto e = idem::detail::execute_in_transaction(
                 exec, runner, bank::transfer_key(key), bank::fingerprint, {.reserve_first = !one_statement},
-                [&](idem::transaction& tx) {
-                    bank::move_money(tx.session(), key, 10);
+                [&](idem::unit_of_work& tx) {
+                    bank::move_money(tx.sql(), key, 10);
                     return std::string("moved 10");
                 },
                 idem::string_codec{});
@@ -59,10 +59,10 @@ int crash(const std::string& conninfo, const std::string& key) {
     soci::session session;
     idem::open_postgresql_session(session, conninfo);
     idem::transaction_runner runner{session};
-    (void)idem::execute_in_transaction(
+    (void)idem::detail::execute_in_transaction(
         exec, runner, bank::transfer_key(key), bank::fingerprint, {},
-        [&](idem::transaction& tx) -> std::string {
-            bank::move_money(tx.session(), key, 10);
+        [&](idem::unit_of_work& tx) -> std::string {
+            bank::move_money(tx.sql(), key, 10);
             idem::test::wait_to_be_killed();
         },
         idem::string_codec{});

@@ -27,8 +27,9 @@ TEST_CASE("executor placement, enforce inside the transaction: the record commit
 
 TEST_CASE("executor placement, enforce inside the transaction: a rollback leaves no record, so a retry runs") {
     executor_fixture f;
-    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
-        auto e = f.exec.execute(tx, bank::transfer_key("e-2"), bank::fingerprint, {}, f.operation(tx, "e-2"), f.codec);
+    CHECK_THROWS_AS(f.runner->run([&](unit_of_work& tx) {
+        auto e = idem::detail::executor_access::execute_in(f.exec, tx, bank::transfer_key("e-2"), bank::fingerprint, {},
+                                                           f.operation(tx, "e-2"), f.codec);
         REQUIRE(e.status() == execution_status::executed);
         throw bank::business_failure();  // the commit never happens: data and record go together
     }),
@@ -42,11 +43,11 @@ TEST_CASE("executor placement, enforce inside the transaction: a rollback leaves
 
 TEST_CASE("executor placement, enforce inside the transaction: a failing operation rolls its reservation back") {
     executor_fixture f;
-    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
-        return f.exec.execute(
-            tx, bank::transfer_key("e-3"), bank::fingerprint, {},
+    CHECK_THROWS_AS(f.runner->run([&](unit_of_work& tx) {
+        return idem::detail::executor_access::execute_in(
+            f.exec, tx, bank::transfer_key("e-3"), bank::fingerprint, {},
             [&]() -> std::string {
-                bank::move_money(tx.session(), "e-3", 10);
+                bank::move_money(tx.sql(), "e-3", 10);
                 throw bank::business_failure();
             },
             f.codec);
@@ -62,9 +63,9 @@ TEST_CASE("executor placement, enforce inside the transaction: a result classifi
     auto declined = idem::make_codec<std::string>([](const std::string& s) { return s; },
                                                   [](std::string_view p) { return std::string(p); },
                                                   [](const std::string&) { return idem::classification::release; });
-    f.runner->run([&](transaction& tx) {
-        (void)f.exec.execute(
-            tx, bank::transfer_key("e-4"), bank::fingerprint, {}, [] { return std::string("no"); }, declined);
+    f.runner->run([&](unit_of_work& tx) {
+        (void)idem::detail::executor_access::execute_in(
+            f.exec, tx, bank::transfer_key("e-4"), bank::fingerprint, {}, [] { return std::string("no"); }, declined);
     });
     CHECK(f.record("e-4") == reservation_status::reserved);
 }
@@ -76,8 +77,8 @@ TEST_CASE("executor placement, lease mode: the reservation commits before the bu
         [&] {
             // Another connection already sees the key in flight.
             CHECK(f.record("l-1") == reservation_status::in_flight);
-            return f.runner->run([&](transaction& tx) {
-                bank::move_money(tx.session(), "l-1", 10);
+            return f.runner->run([&](unit_of_work& tx) {
+                bank::move_money(tx.sql(), "l-1", 10);
                 return std::string("moved 10");
             });
         },
@@ -107,9 +108,9 @@ TEST_CASE("executor placement, observe inside the transaction: the record commit
     CHECK(f.ledger() == 2);
 
     // A rollback of the business takes the observed record with it.
-    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
-        (void)f.exec.execute(tx, bank::transfer_key("o-3"), bank::fingerprint, {.mode = idem::mode::observe},
-                             f.operation(tx, "o-3"), f.codec);
+    CHECK_THROWS_AS(f.runner->run([&](unit_of_work& tx) {
+        (void)idem::detail::executor_access::execute_in(f.exec, tx, bank::transfer_key("o-3"), bank::fingerprint,
+                                                        {.mode = idem::mode::observe}, f.operation(tx, "o-3"), f.codec);
         throw bank::business_failure();
     }),
                     bank::business_failure);
@@ -133,9 +134,10 @@ TEST_CASE("executor placement, observe inside the transaction: a stop before the
     executor_fixture f;
     std::stop_source stop;
     stop.request_stop();
-    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
-        return f.exec.execute(tx, bank::transfer_key("o-5"), bank::fingerprint, {.mode = idem::mode::observe},
-                              f.operation(tx, "o-5"), f.codec, stop.get_token());
+    CHECK_THROWS_AS(f.runner->run([&](unit_of_work& tx) {
+        return idem::detail::executor_access::execute_in(f.exec, tx, bank::transfer_key("o-5"), bank::fingerprint,
+                                                         {.mode = idem::mode::observe}, f.operation(tx, "o-5"), f.codec,
+                                                         stop.get_token());
     }),
                     idem::operation_cancelled);
     CHECK(f.runs == 0);
@@ -149,11 +151,11 @@ TEST_CASE("executor placement, observe inside the transaction: a stop before the
 
 TEST_CASE("executor placement, observe inside the transaction: a failing operation frees its reservation") {
     executor_fixture f;
-    CHECK_THROWS_AS(f.runner->run([&](transaction& tx) {
-        return f.exec.execute(
-            tx, bank::transfer_key("o-6"), bank::fingerprint, {.mode = idem::mode::observe},
+    CHECK_THROWS_AS(f.runner->run([&](unit_of_work& tx) {
+        return idem::detail::executor_access::execute_in(
+            f.exec, tx, bank::transfer_key("o-6"), bank::fingerprint, {.mode = idem::mode::observe},
             [&]() -> std::string {
-                bank::move_money(tx.session(), "o-6", 10);
+                bank::move_money(tx.sql(), "o-6", 10);
                 throw bank::business_failure();
             },
             f.codec);

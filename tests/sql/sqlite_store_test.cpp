@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 namespace bank = idem::test::bank;
 using bank::business_failure;
 using idem::reservation_status;
-using idem::transaction;
+using idem::unit_of_work;
 
 const idem::sqlite_connection_options fast{5s, idem::sqlite_synchronous::normal};
 
@@ -87,8 +87,8 @@ TEST_CASE("sqlite store: a record write that fails inside a savepoint keeps the 
     f.session
         << "CREATE TEMP TRIGGER refuse_records BEFORE INSERT ON idem_records BEGIN SELECT RAISE(ABORT, 'refused'); END";
 
-    f.runner->run([&](transaction& tx) {
-        bank::move_money(tx.session(), "t-6", 10);
+    f.runner->run([&](unit_of_work& tx) {
+        bank::move_money(tx.sql(), "t-6", 10);
         try {
             tx.savepoint([&] {
                 (void)f.store.complete(tx, bank::transfer_key("t-6"), r.token, bank::fingerprint, "moved 10", 24h);
@@ -109,7 +109,7 @@ TEST_CASE("sqlite store: rows are keyed by the digest's first 16 bytes and hold 
     fixture f;
     const idem::record_key key("orders", idem::scope::tenant("acme"), "order-17");
     const std::string payload("\x00\x01\xff binary", 10);
-    f.runner->run([&](transaction& tx) {
+    f.runner->run([&](unit_of_work& tx) {
         auto r = f.store.try_reserve(tx, key, "fp", 1min);
         REQUIRE(f.store.complete(tx, key, r.token, "fp", payload, 24h));
     });
@@ -133,7 +133,7 @@ TEST_CASE("sqlite store: a transaction on another database file is refused") {
     soci::session elsewhere;
     idem::open_sqlite_session(elsewhere, (f.dir.path() / "other.db").string(), fast);
     idem::transaction_runner runner{elsewhere};
-    CHECK_THROWS_AS(runner.run([&](transaction& tx) {
+    CHECK_THROWS_AS(runner.run([&](unit_of_work& tx) {
         (void)f.store.try_reserve(tx, bank::transfer_key("x"), bank::fingerprint, 1min);
     }),
                     std::invalid_argument);
@@ -327,7 +327,7 @@ TEST_CASE("sqlite store: expiry follows the injected clock, and purge spares liv
     fixture f;
     auto r = f.store.try_reserve(bank::transfer_key("lease"), bank::fingerprint, 30s);
     REQUIRE(r.status == reservation_status::reserved);
-    f.runner->run([&](transaction& tx) {
+    f.runner->run([&](unit_of_work& tx) {
         CHECK(f.store.try_reserve(tx, bank::transfer_key("lease"), bank::fingerprint, 30s).status ==
               reservation_status::in_flight);
     });
@@ -335,7 +335,7 @@ TEST_CASE("sqlite store: expiry follows the injected clock, and purge spares liv
     CHECK(f.store.purge_expired() == 1);
     CHECK(f.store.purge_expired() == 0);
     // Expired and purged: complete still succeeds, the key being absent.
-    f.runner->run([&](transaction& tx) {
+    f.runner->run([&](unit_of_work& tx) {
         CHECK(f.store.complete(tx, bank::transfer_key("lease"), r.token, bank::fingerprint, "late", 1h));
     });
     CHECK(f.store.try_reserve(bank::transfer_key("lease"), bank::fingerprint, 1min).payload == "late");
@@ -346,7 +346,7 @@ TEST_CASE("sqlite store: the detached view joins this thread's open transaction 
     // SQLite's one write lock is held by the open transaction: a connection of
     // the store's own would wait for it until the busy timeout.
     const auto started = std::chrono::steady_clock::now();
-    CHECK_THROWS_AS(f.runner->run([&](transaction&) {
+    CHECK_THROWS_AS(f.runner->run([&](unit_of_work&) {
         auto r = f.store.try_reserve(bank::transfer_key("j-1"), bank::fingerprint, 1min);
         CHECK(r.status == reservation_status::reserved);
         throw business_failure();
@@ -358,8 +358,8 @@ TEST_CASE("sqlite store: the detached view joins this thread's open transaction 
     // Behind a savepoint: a failing detached call does not fail the transaction.
     f.session
         << "CREATE TEMP TRIGGER refuse_records BEFORE INSERT ON idem_records BEGIN SELECT RAISE(ABORT, 'refused'); END";
-    f.runner->run([&](transaction& tx) {
-        bank::move_money(tx.session(), "j-2", 10);
+    f.runner->run([&](unit_of_work& tx) {
+        bank::move_money(tx.sql(), "j-2", 10);
         CHECK_THROWS_AS((void)f.store.try_reserve(bank::transfer_key("j-2"), bank::fingerprint, 1min),
                         idem::store_error);
         CHECK(tx.state() == idem::transaction_state::active);
@@ -372,7 +372,7 @@ TEST_CASE("sqlite store: a transaction on another file does not capture the deta
     soci::session elsewhere;
     idem::open_sqlite_session(elsewhere, (f.dir.path() / "other.db").string(), fast);
     idem::transaction_runner runner{elsewhere};
-    CHECK_THROWS_AS(runner.run([&](transaction&) {
+    CHECK_THROWS_AS(runner.run([&](unit_of_work&) {
         auto r = f.store.try_reserve(bank::transfer_key("j-3"), bank::fingerprint, 1min);
         CHECK(r.status == reservation_status::reserved);
         throw business_failure();

@@ -39,10 +39,10 @@ int crash(const std::string& db, const std::string& key) {
     soci::session session;
     idem::open_sqlite_session(session, db, connection_options);
     idem::transaction_runner runner{session};
-    runner.run([&](idem::transaction& tx) {
+    runner.run([&](idem::unit_of_work& tx) {
         auto r = store.try_reserve(tx, bank::transfer_key(key), bank::fingerprint, 1min);
         if (r.status != idem::reservation_status::reserved) std::exit(4);
-        bank::move_money(tx.session(), key, 10);
+        bank::move_money(tx.sql(), key, 10);
         idem::test::wait_to_be_killed();
     });
     return 5;

@@ -19,8 +19,8 @@
 namespace {
 
 using namespace std::chrono_literals;
-using idem::transaction;
 using idem::transaction_state;
+using idem::unit_of_work;
 
 struct database {
     idem::test::temp_dir dir{"runner"};
@@ -45,8 +45,8 @@ struct database {
     }
 };
 
-void insert(transaction& tx, const std::string& name) {
-    tx.session() << "INSERT INTO items (name) VALUES (:n)", soci::use(name);
+void insert(unit_of_work& tx, const std::string& name) {
+    tx.sql() << "INSERT INTO items (name) VALUES (:n)", soci::use(name);
 }
 
 struct business_failure : std::runtime_error {
@@ -58,7 +58,7 @@ struct business_failure : std::runtime_error {
 TEST_CASE("runner: the work's writes commit when it returns") {
     database db;
     CHECK_FALSE(db.runner.last_state().has_value());
-    const int result = db.runner.run([&](transaction& tx) {
+    const int result = db.runner.run([&](unit_of_work& tx) {
         CHECK(tx.state() == transaction_state::active);
         CHECK(tx.internals().dialect().soci_backend() == "sqlite3");
         CHECK(db.runner.in_transaction());
@@ -74,7 +74,7 @@ TEST_CASE("runner: the work's writes commit when it returns") {
 
 TEST_CASE("runner: a throwing work is rolled back and its exception rethrown") {
     database db;
-    CHECK_THROWS_AS(db.runner.run([&](transaction& tx) {
+    CHECK_THROWS_AS(db.runner.run([&](unit_of_work& tx) {
         insert(tx, "a");
         throw business_failure();
     }),
@@ -82,7 +82,7 @@ TEST_CASE("runner: a throwing work is rolled back and its exception rethrown") {
     CHECK(db.runner.last_state() == transaction_state::rolled_back);
     CHECK(db.committed() == 0);
     // The session is usable again.
-    db.runner.run([&](transaction& tx) { insert(tx, "b"); });
+    db.runner.run([&](unit_of_work& tx) { insert(tx, "b"); });
     CHECK(db.committed() == 1);
 }
 
@@ -90,7 +90,7 @@ TEST_CASE("runner: the should-commit predicate decides, and the result comes bac
     database db;
     const auto ok = [](const std::optional<std::string>& r) { return r.has_value(); };
     auto failed = db.runner.run(
-        [&](transaction& tx) -> std::optional<std::string> {
+        [&](unit_of_work& tx) -> std::optional<std::string> {
             insert(tx, "rejected");
             return std::nullopt;  // a failed result: its writes must not land
         },
@@ -100,7 +100,7 @@ TEST_CASE("runner: the should-commit predicate decides, and the result comes bac
     CHECK(db.committed() == 0);
 
     auto done = db.runner.run(
-        [&](transaction& tx) -> std::optional<std::string> {
+        [&](unit_of_work& tx) -> std::optional<std::string> {
             insert(tx, "accepted");
             return "receipt";
         },
@@ -109,23 +109,23 @@ TEST_CASE("runner: the should-commit predicate decides, and the result comes bac
     CHECK(db.runner.last_state() == transaction_state::committed);
     CHECK(db.committed() == 1);
 
-    db.runner.run([&](transaction& tx) { insert(tx, "void"); }, [] { return false; });
+    db.runner.run([&](unit_of_work& tx) { insert(tx, "void"); }, [] { return false; });
     CHECK(db.committed("void") == 0);
 }
 
 TEST_CASE("runner: a nested run joins behind a savepoint; its failure undoes only its part") {
     database db;
-    db.runner.run([&](transaction& outer) {
+    db.runner.run([&](unit_of_work& outer) {
         insert(outer, "outer-1");
-        CHECK_THROWS_AS(db.runner.run([&](transaction& inner) {
+        CHECK_THROWS_AS(db.runner.run([&](unit_of_work& inner) {
             CHECK(&inner == &outer);  // the same transaction
             insert(inner, "inner-failed");
             throw business_failure();
         }),
                         business_failure);
         CHECK(outer.state() == transaction_state::active);
-        db.runner.run([&](transaction& inner) { insert(inner, "inner-kept"); });
-        db.runner.run([&](transaction& inner) { insert(inner, "inner-declined"); }, [] { return false; });
+        db.runner.run([&](unit_of_work& inner) { insert(inner, "inner-kept"); });
+        db.runner.run([&](unit_of_work& inner) { insert(inner, "inner-declined"); }, [] { return false; });
         insert(outer, "outer-2");
     });
     CHECK(db.committed() == 3);
@@ -136,7 +136,7 @@ TEST_CASE("runner: a nested run joins behind a savepoint; its failure undoes onl
 
 TEST_CASE("runner: savepoints nest, and a failure that escapes them rolls back everything") {
     database db;
-    CHECK_THROWS_AS(db.runner.run([&](transaction& tx) {
+    CHECK_THROWS_AS(db.runner.run([&](unit_of_work& tx) {
         insert(tx, "outer");
         tx.savepoint([&] {
             insert(tx, "level-1");
@@ -152,7 +152,7 @@ TEST_CASE("runner: savepoints nest, and a failure that escapes them rolls back e
             CHECK(kept == 7);
         });
         long long seen = 0;
-        tx.session() << "SELECT count(*) FROM items", soci::into(seen);
+        tx.sql() << "SELECT count(*) FROM items", soci::into(seen);
         CHECK(seen == 3);  // outer, level-1, level-2-kept
         throw business_failure();
     }),
@@ -172,9 +172,9 @@ TEST_CASE("runner: a rollback that fails leaves the transaction in doubt and rep
     // The work ends the transaction behind the runner's back, then fails: the
     // runner's ROLLBACK fails, and whether the writes landed is not its to know.
     try {
-        db.runner.run([&](transaction& tx) {
+        db.runner.run([&](unit_of_work& tx) {
             insert(tx, "a");
-            tx.session() << "COMMIT";
+            tx.sql() << "COMMIT";
             throw business_failure();
         });
         FAIL("run() returned");
@@ -184,17 +184,17 @@ TEST_CASE("runner: a rollback that fails leaves the transaction in doubt and rep
     }
     CHECK(db.runner.last_state() == transaction_state::in_doubt);
     CHECK_FALSE(db.runner.in_transaction());
-    db.runner.run([&](transaction& tx) { insert(tx, "b"); });  // the runner recovers for the next transaction
+    db.runner.run([&](unit_of_work& tx) { insert(tx, "b"); });  // the runner recovers for the next transaction
     CHECK(db.runner.last_state() == transaction_state::committed);
 }
 
 TEST_CASE("runner: a savepoint that cannot be rolled back puts the transaction in doubt; it cannot commit") {
     database db;
-    CHECK_THROWS_AS(db.runner.run([&](transaction& tx) {
+    CHECK_THROWS_AS(db.runner.run([&](unit_of_work& tx) {
         insert(tx, "outer");
         try {
             tx.savepoint([&] {
-                tx.session() << "ROLLBACK";  // the database ended the whole transaction
+                tx.sql() << "ROLLBACK";  // the database ended the whole transaction
                 throw business_failure();
             });
         } catch (const idem::transaction_error& e) {
@@ -213,9 +213,9 @@ TEST_CASE("runner: a COMMIT that fails is rolled back and reported as a store_er
     db.session << "CREATE TABLE parents (id INTEGER PRIMARY KEY)";
     db.session << "CREATE TABLE children (parent INTEGER REFERENCES parents (id) DEFERRABLE INITIALLY DEFERRED)";
     try {
-        db.runner.run([&](transaction& tx) {
+        db.runner.run([&](unit_of_work& tx) {
             insert(tx, "a");
-            tx.session() << "INSERT INTO children (parent) VALUES (99)";  // checked at COMMIT
+            tx.sql() << "INSERT INTO children (parent) VALUES (99)";  // checked at COMMIT
         });
         FAIL("run() returned");
     } catch (const idem::store_error& e) {
@@ -231,10 +231,10 @@ TEST_CASE("runner: a writer that cannot get the lock in time gets a transient st
     soci::session other;
     idem::open_sqlite_session(other, db.path, {100ms, idem::sqlite_synchronous::normal});
     idem::transaction_runner other_runner{other};
-    db.runner.run([&](transaction&) {
+    db.runner.run([&](unit_of_work&) {
         const auto started = std::chrono::steady_clock::now();
         try {
-            other_runner.run([](transaction&) {});
+            other_runner.run([](unit_of_work&) {});
             FAIL("BEGIN IMMEDIATE did not wait for the lock");
         } catch (const idem::store_error& e) {
             CHECK(e.failure() == idem::store_failure::timeout);
@@ -249,13 +249,13 @@ TEST_CASE("runner: a writer that cannot get the lock in time gets a transient st
 TEST_CASE("runner: the connection cache keeps one slot per owner for the runner's life") {
     database db;
     std::shared_ptr<void>* first = nullptr;
-    db.runner.run([&](transaction& tx) {
+    db.runner.run([&](unit_of_work& tx) {
         auto& internals = tx.internals();
         internals.connection_cache(1) = std::make_shared<int>(7);
         first = &internals.connection_cache(1);
         CHECK(internals.connection_cache(2) == nullptr);
     });
-    db.runner.run([&](transaction& tx) {
+    db.runner.run([&](unit_of_work& tx) {
         CHECK(&tx.internals().connection_cache(1) == first);
         CHECK(*static_cast<int*>(tx.internals().connection_cache(1).get()) == 7);
     });
@@ -289,7 +289,7 @@ TEST_CASE("runner: the dialect registered for a SOCI backend is the one runners 
         database::open(session, db.path);
         idem::transaction_runner runner{session};
         CHECK(counting.connections == 1);
-        runner.run([&](transaction& tx) {
+        runner.run([&](unit_of_work& tx) {
             CHECK(&tx.internals().dialect() == &counting);
             insert(tx, "exclusive");
         });
@@ -303,7 +303,7 @@ TEST_CASE("runner: the dialect registered for a SOCI backend is the one runners 
     database::open(session, db.path);
     idem::transaction_runner runner{session};
     CHECK(counting.connections == 1);
-    runner.run([&](transaction& tx) { CHECK(&tx.internals().dialect() == &stores); });
+    runner.run([&](unit_of_work& tx) { CHECK(&tx.internals().dialect() == &stores); });
 }
 
 TEST_CASE("runner: a session that is not connected is refused") {

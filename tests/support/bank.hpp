@@ -61,7 +61,7 @@ enum class outcome { executed, replayed, in_flight, mismatch };
 inline outcome transfer(transactional_record_store& store, transaction_runner& runner, const std::string& key,
                         long long amount) {
     using namespace std::chrono_literals;
-    return runner.run([&](transaction& tx) {
+    return runner.run([&](unit_of_work& tx) {
         const record_key k = transfer_key(key);
         auto r = store.try_reserve(tx, k, fingerprint, 1min);
         switch (r.status) {
@@ -70,7 +70,7 @@ inline outcome transfer(transactional_record_store& store, transaction_runner& r
             case reservation_status::fingerprint_mismatch: return outcome::mismatch;
             case reservation_status::reserved: break;
         }
-        move_money(tx.session(), key, amount);
+        move_money(tx.sql(), key, amount);
         if (!store.complete(tx, k, r.token, fingerprint, "moved " + std::to_string(amount), 24h))
             throw std::logic_error("the store refused to complete our own reservation");
         return outcome::executed;

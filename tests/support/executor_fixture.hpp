@@ -12,7 +12,7 @@
 
 #include "bank.hpp"
 #include "bank_database.hpp"
-#include "idem/execute_in_transaction.hpp"
+#include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
 #include "recording_sink.hpp"
 
@@ -45,19 +45,19 @@ struct executor_fixture {
     }
 
     // The business operation: moves money through the transaction's session.
-    auto operation(transaction& tx, const std::string& key) {
+    auto operation(unit_of_work& tx, const std::string& key) {
         return [&tx, key, this] {
             ++runs;
-            bank::move_money(tx.session(), key, 10);
+            bank::move_money(tx.sql(), key, 10);
             return std::string("moved 10");
         };
     }
 
     // The same for execute_in_transaction, which hands the transaction over.
     auto operation(const std::string& key) {
-        return [key, this](transaction& tx) {
+        return [key, this](unit_of_work& tx) {
             ++runs;
-            bank::move_money(tx.session(), key, 10);
+            bank::move_money(tx.sql(), key, 10);
             return std::string("moved 10");
         };
     }
@@ -65,16 +65,17 @@ struct executor_fixture {
     // runner.run around executor.execute(tx, ...): the plain form.
     execution<std::string> transfer(const std::string& key, execution_options options = {},
                                     const char* fingerprint = bank::fingerprint) {
-        return runner->run([&](transaction& tx) {
-            return exec.execute(tx, bank::transfer_key(key), fingerprint, options, operation(tx, key), codec);
+        return runner->run([&](unit_of_work& tx) {
+            return idem::detail::executor_access::execute_in(exec, tx, bank::transfer_key(key), fingerprint, options,
+                                                             operation(tx, key), codec);
         });
     }
 
     // The same through execute_in_transaction: the fast path.
     execution<std::string> transfer_fast(const std::string& key, execution_options options = {},
                                          const char* fingerprint = bank::fingerprint) {
-        return execute_in_transaction(exec, *runner, bank::transfer_key(key), fingerprint, options, operation(key),
-                                      codec);
+        return idem::detail::execute_in_transaction(exec, *runner, bank::transfer_key(key), fingerprint, options,
+                                                    operation(key), codec);
     }
 
     // Lease mode around a business transaction that moves the money, then throws
@@ -83,8 +84,8 @@ struct executor_fixture {
         (void)exec.execute(
             bank::transfer_key(key), bank::fingerprint, options,
             [&]() -> std::string {
-                runner->run([&](transaction& tx) {
-                    bank::move_money(tx.session(), key, 10);
+                runner->run([&](unit_of_work& tx) {
+                    bank::move_money(tx.sql(), key, 10);
                     throw bank::business_failure();
                 });
                 return "unreachable";

@@ -50,10 +50,10 @@ inline void commit_lands_rows_and_record(const store_under_test& s) {
 // A rollback after complete takes the record with the business rows, so a retry runs again.
 inline void rollback_leaves_no_record(const store_under_test& s) {
     using namespace std::chrono_literals;
-    CHECK_THROWS_AS(s.runner.run([&](transaction& tx) {
+    CHECK_THROWS_AS(s.runner.run([&](unit_of_work& tx) {
         auto r = s.store.try_reserve(tx, bank::transfer_key("t-2"), bank::fingerprint, 1min);
         REQUIRE(r.status == reservation_status::reserved);
-        bank::move_money(tx.session(), "t-2", 10);
+        bank::move_money(tx.sql(), "t-2", 10);
         REQUIRE(s.store.complete(tx, bank::transfer_key("t-2"), r.token, bank::fingerprint, "moved", 24h));
         throw bank::business_failure();  // after complete: the record goes with the data
     }),
@@ -72,10 +72,10 @@ inline void declined_result_leaves_no_record(const store_under_test& s) {
     const long long balance_before = bank::balance(s.session, "alice");
     const long long ledger_before = s.ledger();
     const bool ok = s.runner.run(
-        [&](transaction& tx) {
+        [&](unit_of_work& tx) {
             auto r = s.store.try_reserve(tx, bank::transfer_key("t-3"), bank::fingerprint, 1min);
             REQUIRE(r.status == reservation_status::reserved);
-            bank::move_money(tx.session(), "t-3", 10);
+            bank::move_money(tx.sql(), "t-3", 10);
             return false;  // e.g. the provider declined: roll back
         },
         [](bool result) { return result; });
@@ -89,7 +89,7 @@ inline void declined_result_leaves_no_record(const store_under_test& s) {
 // it there, and the reservation taken again commits.
 inline void release_inside_the_transaction(const store_under_test& s) {
     using namespace std::chrono_literals;
-    s.runner.run([&](transaction& tx) {
+    s.runner.run([&](unit_of_work& tx) {
         auto r = s.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min);
         REQUIRE(r.status == reservation_status::reserved);
         CHECK(s.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min).status ==
@@ -113,10 +113,10 @@ inline std::pair<bank::outcome, std::chrono::milliseconds> duplicate_during(cons
     std::promise<void> written;
     std::jthread first([&] {
         try {
-            s.runner.run([&](transaction& tx) {
+            s.runner.run([&](unit_of_work& tx) {
                 auto r = s.store.try_reserve(tx, bank::transfer_key(key), bank::fingerprint, 1min);
                 REQUIRE(r.status == reservation_status::reserved);
-                bank::move_money(tx.session(), key, 10);
+                bank::move_money(tx.sql(), key, 10);
                 written.set_value();
                 std::this_thread::sleep_for(300ms);  // the duplicate arrives now
                 if (!commits) throw bank::business_failure();
@@ -152,7 +152,7 @@ inline void duplicate_waits_for_the_commit(const store_under_test& s) {
 inline void over_long_durations_are_refused_in_the_transaction(const store_under_test& s) {
     using namespace std::chrono_literals;
     const auto key = bank::transfer_key("t-forever");
-    s.runner.run([&](transaction& tx) {
+    s.runner.run([&](unit_of_work& tx) {
         CHECK_THROWS_AS((void)s.store.try_reserve(tx, key, bank::fingerprint, duration::max()), std::invalid_argument);
         CHECK_THROWS_AS((void)s.store.try_reserve(tx, key, bank::fingerprint, max_duration + 1ns),
                         std::invalid_argument);

@@ -2,13 +2,19 @@
 //
 // Wrap an endpoint: the first request with a key runs it; a retry with the same
 // key and content gets the stored response (Idempotent-Replayed: true); other
-// content gets 422, a retry while the first still runs gets 409 with Retry-After.
+// content gets 422. On a SQL database the endpoint runs in a unit of work and
+// its response is recorded in that transaction, so the money and the stored
+// response commit together or not at all:
 //
-//   idem::http::idempotency_layer layer{store, {.resolver = idem::scopes::user()}};
-//   idem::http::response res = layer.handle(req, [&] { return create_payment(req); });
+//   idem::http::idempotency_layer layer{db.executor(), {.resolver = idem::scopes::user()}};
+//   idem::http::response res = layer.handle(db, req, [&](idem::unit_of_work& uow) {
+//       return create_payment(uow, req.body);  // an idem::http::response
+//   });
 //
-// The layer runs in lease mode: the record is written outside the endpoint's
-// own transaction. An adapter for cpp-httplib is in idem/http/httplib.hpp.
+// Without a database (lease mode) the record is written apart, before and after
+// the endpoint: layer.handle(req, [&] { return call_provider(req); }); a retry
+// while the first runs gets 409 with Retry-After. An adapter for cpp-httplib is
+// in idem/http/httplib.hpp. See docs/http.md.
 #pragma once
 
 #include <chrono>
@@ -19,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "idem/database.hpp"
 #include "idem/executor.hpp"
 #include "idem/export.hpp"
 #include "idem/http/message.hpp"
@@ -26,6 +33,7 @@
 namespace idem::http {
 
 using idem::unscoped_behavior;
+class response_codec;
 
 // Fields marked [live] are read on every request from an options source: the layer's
 // own (filled from these fields), or, for a layer built on an executor, the executor's
@@ -47,6 +55,9 @@ struct IDEM_API layer_options {
     duration server_error_retention = std::chrono::minutes(5);  // [live] a 5xx after the endpoint ran
     std::size_t max_stored_body = 1024 * 1024;                  // larger responses are sent, not stored
     std::chrono::seconds retry_after = std::chrono::seconds(1);
+    // The database form's concurrency knob (execution_options::reserve_first): reserve
+    // the key before the endpoint runs, so a concurrent duplicate never starts it.
+    bool reserve_first = false;
     // Response headers replayed with the body (Set-Cookie never is).
     std::vector<std::string> replayed_headers = {
         "Content-Type", "Content-Language", "Content-Location", "Location", "ETag", "Last-Modified",
@@ -72,11 +83,58 @@ public:
     // of `options` only methods, resolver, name_space, profile, max_stored_body,
     // retry_after and replayed_headers are used; the rest comes from the source.
     explicit idempotency_layer(executor& exec, layer_options options = {});
+    ~idempotency_layer();
+    idempotency_layer(const idempotency_layer&) = delete;
+    idempotency_layer& operator=(const idempotency_layer&) = delete;
 
-    // Runs `endpoint` (response()) at most once per key, or answers for it. An exception
-    // from the endpoint propagates and keeps the key in flight until the lease ends.
-    // In Observe the endpoint runs for every request, exactly as in Off: what Enforce
-    // would have answered (400, a replay, 409, 422) is counted and logged, never sent.
+    // In a unit of work of `db`: endpoint(unit_of_work&) -> response (or
+    // endpoint(unit_of_work&, const admission&), to see what the layer admitted) runs
+    // at most once per key, and its response is recorded in the same transaction.
+    // - Below 400 the endpoint's writes commit with the record; a retry gets the replay.
+    // - 400 and above roll the endpoint's writes back: a refusal leaves nothing behind.
+    //   A final 4xx is then recorded in a transaction of its own, so a retry gets it
+    //   again; 408, 409, 425, 429 and 5xx are not, and the key is free at once.
+    // - A concurrent duplicate waits for the first transaction and gets its replay.
+    // - A response that cannot be recorded (streamed, above max_stored_body) rolls the
+    //   writes back and answers 500 Idempotency.ResponseNotStored.
+    // - A unit of work that failed and rolled back answers 503 Idempotency.RolledBack
+    //   with Retry-After; one whose COMMIT went unanswered answers 503
+    //   Idempotency.InDoubt (the record shares its fate: a retry replays what
+    //   committed, or runs). An exception from the endpoint rolls back and propagates.
+    // Observe and Off run the endpoint for every request, as with no layer.
+    template <class Endpoint>
+    response handle(database& db, const request& req, Endpoint&& endpoint) {
+        return handle(db, req, settings(), std::forward<Endpoint>(endpoint));
+    }
+    template <class Endpoint>
+    response handle(database& db, const request& req, const resolved_options& live, Endpoint&& endpoint) {
+        auto run = [&](unit_of_work& uow, const admission& a) -> response {
+            if constexpr (std::is_invocable_v<Endpoint&, unit_of_work&, const admission&>)
+                return endpoint(uow, a);
+            else
+                return endpoint(uow);
+        };
+        auto unkeyed = [&](const admission& a) {
+            return db.transact([&](unit_of_work& uow) { return run(uow, a); },
+                               [](const response& r) { return commits(r); });
+        };
+        auto keyed = [&](const admission& a, const execution_options& call, const result_codec<response>& codec) {
+            return db.once(
+                *a.key, a.fingerprint, [&](unit_of_work& uow) { return run(uow, a); }, codec, call);
+        };
+        auto record = [&](const admission& a, const execution_options& call, const response& refusal) {
+            return db.once(
+                *a.key, a.fingerprint, [&](unit_of_work&) { return refusal; }, recorded_codec(), call);
+        };
+        return handle_in_unit(req, live, {unkeyed, keyed, record});
+    }
+
+    // Lease mode: runs `endpoint` (response()) at most once per key, or answers for it;
+    // the record is written before and after it, outside any transaction of the
+    // endpoint's. An exception from the endpoint propagates and keeps the key in
+    // flight until the lease ends. In Observe the endpoint runs for every request,
+    // exactly as in Off: what Enforce would have answered (400, a replay, 409, 422)
+    // is counted and logged, never sent.
     template <class Endpoint>
     response handle(const request& req, Endpoint&& endpoint) {
         return handle(req, settings(), std::forward<Endpoint>(endpoint));
@@ -85,15 +143,16 @@ public:
     // so the whole request sees one snapshot of them.
     template <class Endpoint>
     response handle(const request& req, const resolved_options& live, Endpoint&& endpoint) {
-        detail::function_ref<response()> run(endpoint);
+        idem::detail::function_ref<response()> run(endpoint);
         return handle_erased(req, live, run);
     }
 
-    // The steps of handle(), for endpoints that run the executor themselves
-    // (inside a transaction): parse the key, resolve the scope, fingerprint.
+    // What handle() admits for a request: the key and fingerprint, a 400 to send
+    // instead, or neither (run without idempotency).
     [[nodiscard]] admission admit(const request& req) const;
-    // The response for an execution: the live one, a replay, 409 or 422.
-    [[nodiscard]] response answer(execution<response>&& e) const;
+
+    // Whether the database form commits what the endpoint wrote for this response.
+    [[nodiscard]] static bool commits(const response& r) noexcept { return r.status < 400; }
 
     // The fixed options; the live ones are in source().
     [[nodiscard]] const layer_options& options() const noexcept { return options_; }
@@ -102,8 +161,25 @@ public:
     [[nodiscard]] resolved_options settings() const;
 
 private:
+    // The database form's three ways to run a request, for handle_in_unit.
+    struct unit_calls {
+        idem::detail::function_ref<response(const admission&)> unkeyed;
+        idem::detail::function_ref<execution<response>(const admission&, const execution_options&,
+                                                       const result_codec<response>&)>
+            keyed;
+        idem::detail::function_ref<execution<response>(const admission&, const execution_options&, const response&)>
+            record;
+    };
+
     idempotency_layer(std::unique_ptr<executor> owned, layer_options&& options);
-    response handle_erased(const request& req, const resolved_options& live, detail::function_ref<response()> endpoint);
+    response handle_erased(const request& req, const resolved_options& live,
+                           idem::detail::function_ref<response()> endpoint);
+    response handle_in_unit(const request& req, const resolved_options& live, unit_calls calls);
+    [[nodiscard]] response answer(execution<response>&& e) const;
+    [[nodiscard]] execution_options call_options(const request& req, const resolved_options& live) const;
+    [[nodiscard]] const result_codec<response>& in_unit_codec_for(idem::mode m) const noexcept;
+    [[nodiscard]] const result_codec<response>& recorded_codec() const noexcept;
+    void log_observed(const request& req, const admission& a, const execution<response>& e) const;
     [[nodiscard]] admission admit(const request& req, const resolved_options& live) const;
     // Counts and logs a decision the layer makes before the executor runs.
     void report(const request& req, outcome o, idem::mode m, log_level level, std::string_view event,
@@ -113,7 +189,10 @@ private:
     std::unique_ptr<executor> owned_;  // null when the layer shares an executor
     executor& executor_;
     layer_options options_;
-    std::unique_ptr<const result_codec<response>> codec_;
+    std::unique_ptr<const response_codec> codec_;  // lease mode, and recorded refusals
+    // The database form's endpoint, in Enforce and in Observe or Off.
+    std::unique_ptr<const result_codec<response>> enforcing_codec_;
+    std::unique_ptr<const result_codec<response>> observing_codec_;
 };
 
 }  // namespace idem::http

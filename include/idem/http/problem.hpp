@@ -30,11 +30,19 @@ inline constexpr problem_code key_reused{422, "Idempotency.KeyReused",
                                          "This Idempotency-Key was used for a different request"};
 inline constexpr problem_code store_unavailable{503, "Idempotency.StoreUnavailable",
                                                 "Idempotency records are unavailable; retry later"};
-// RFC 9110 section 5.5: a field value holding NUL is malformed (and C strings would cut it).
 // The endpoint failed and its database transaction is known to have rolled back
 // (idem::error::rolled_back()): nothing happened, and the key is free again.
 inline constexpr problem_code rolled_back{503, "Idempotency.RolledBack",
                                           "The request failed and was rolled back; retry it with the same key"};
+// The answer to COMMIT was lost: the request's writes and its record committed
+// together or not at all, so a retry with the same key replays or runs.
+inline constexpr problem_code in_doubt{503, "Idempotency.InDoubt",
+                                       "The outcome of the request is unknown; retry it with the same key"};
+// The database form cannot record a streamed response, or one above max_stored_body:
+// the endpoint's writes were rolled back rather than committed without a record.
+inline constexpr problem_code response_not_stored{500, "Idempotency.ResponseNotStored",
+                                                  "The response could not be recorded; nothing was done"};
+// RFC 9110 section 5.5: a field value holding NUL is malformed (and C strings would cut it).
 inline constexpr problem_code header_invalid{400, "Request.HeaderInvalid", "A header field value holds a NUL byte"};
 // An exception escaped a handler; what it said is logged under the correlation id, never sent.
 inline constexpr problem_code internal_error{500, "Server.InternalError", "The server failed to process the request"};

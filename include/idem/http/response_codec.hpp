@@ -1,11 +1,10 @@
 // idem/http/response_codec.hpp: how the layer stores a response and which
-// responses it keeps. Use it directly to give an endpoint the Idempotency-Key
-// contract inside a database transaction:
+// responses it keeps: the status, the allow-listed headers and the exact body.
 //
 //   idem::http::response_codec codec{layer.options()};
-//   auto e = exec.execute(tx, key, fingerprint, {.entry = idem::entry_point::http},
-//                         [&] { return run_endpoint(tx); }, codec);
-//   return layer.answer(std::move(e));
+//   std::string stored = codec.serialize(res);             // what the record holds
+//   idem::http::response replayed = codec.deserialize(stored);
+//   bool kept = codec.classify(res) == idem::classification::store;
 #pragma once
 
 #include <string>
@@ -28,7 +27,10 @@ public:
     [[nodiscard]] std::string serialize(const response& r) const override;
     // Throws std::runtime_error for bytes serialize did not write.
     [[nodiscard]] response deserialize(std::string_view payload) const override;
-    // Above the size cap, streamed, or not storable (see serialize): release.
+    // Whether serialize can keep it whole: not streamed, the body within the size cap,
+    // and nothing serialize refuses.
+    [[nodiscard]] bool storable(const response& r) const;
+    // Not storable: release.
     // 503/504: keep in flight. Other 5xx: store as failure.
     // 408, 409, 425, 429 (not final): release. Everything else: store.
     [[nodiscard]] classification classify(const response& r) const override;

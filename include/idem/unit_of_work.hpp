@@ -1,14 +1,16 @@
-// idem/transaction.hpp: an open database transaction that records can join.
+// idem/unit_of_work.hpp: the one type every unit of work is handed: an open
+// database transaction that the business writes and idem's records share.
 //
-// A transaction_runner (idem/transaction_runner.hpp) opens one on a SOCI
-// session and hands it to your unit of work. Business writes go through
-// session(); a transactional store writes its record through the same
-// transaction, so both commit or roll back together:
-//
-//   runner.run([&](idem::transaction& tx) {
-//       tx.session() << "UPDATE accounts SET balance = balance - 10 WHERE id = 1";
-//       tx.savepoint([&] { write_optional_audit_row(tx.session()); });  // may fail alone
+//   auto moved = db.transact([&](idem::unit_of_work& uow) {
+//       uow.sql() << "UPDATE accounts SET balance = balance - 10 WHERE id = 'alice'";
+//       uow.savepoint([&] { write_optional_audit_row(uow.sql()); });  // may fail alone
+//       return true;
 //   });
+//
+// idem::database hands it to transact(), once() and every entry point's database
+// form (HTTP, webhooks, the inbox); a transaction_runner hands the same type to
+// run(). Business SQL goes through sql(); a record written through it commits or
+// rolls back with that SQL. See docs/database.md.
 #pragma once
 
 #include <string>
@@ -36,12 +38,13 @@ namespace detail {
 class sql_transaction;
 }
 
-class IDEM_API transaction {
+class IDEM_API unit_of_work {
 public:
-    virtual ~transaction() = default;
+    virtual ~unit_of_work() = default;
 
-    // The session the business writes and the store's statements share.
-    [[nodiscard]] virtual soci::session& session() = 0;
+    // The session of this transaction: write business SQL here, as with SOCI. The
+    // store's statements for the record go through the same session.
+    [[nodiscard]] virtual soci::session& sql() = 0;
     [[nodiscard]] virtual transaction_state state() const noexcept = 0;
 
     // Runs `work` behind a savepoint: released when it returns; when it throws,
@@ -62,7 +65,7 @@ protected:
 };
 
 template <class Work>
-decltype(auto) transaction::savepoint(Work&& work) {
+decltype(auto) unit_of_work::savepoint(Work&& work) {
     const std::string name = begin_savepoint();
     try {
         if constexpr (std::is_void_v<std::invoke_result_t<Work&>>) {

@@ -1,37 +1,28 @@
-// idem/execute_in_transaction.hpp: one idempotent unit of work, one transaction,
-// opened by the executor itself.
+// idem/detail/run_owned.hpp: a unit of work whose transaction the executor
+// opens itself, so that in Enforce it can write the record in one statement.
+// Not API: idem::database::once() and the entry points' database forms are
+// built on it (idem/database.hpp).
 //
-// The same as runner.run(...) around executor.execute(tx, ...), with the same
-// results, but the executor opens the transaction, and can roll it back and run
-// it again, so in Enforce it writes the record in one statement: it looks the
-// key up (on PostgreSQL in one pipeline with BEGIN), runs the operation, then
-// inserts the completed record (on PostgreSQL in one pipeline with COMMIT). It
-// costs no round trip beyond the business statements, and a replay is a read.
+// The executor opens the transaction, and can roll it back and run it again: it
+// looks the key up (on PostgreSQL in one pipeline with BEGIN), runs the
+// operation, then inserts the completed record (on PostgreSQL in one pipeline
+// with COMMIT). It costs no round trip beyond the business statements, and a
+// replay is a read.
 //
-//   auto e = idem::execute_in_transaction(exec, runner, key, fingerprint, {},
-//       [&](idem::transaction& tx) {
-//           tx.session() << "UPDATE accounts SET balance = balance - 10 WHERE id = 'alice'";
-//           tx.session() << "UPDATE accounts SET balance = balance + 10 WHERE id = 'bob'";
-//           return std::string("moved 10");
-//       },
-//       idem::string_codec{});
-//   if (e.status() == idem::execution_status::replayed) ...  // ran before; the money moved once
-//
-// The transaction commits when the operation returns (and should_commit(e),
-// when given, agrees) and rolls back when it throws. A concurrent duplicate of a
-// call in progress may run its operation too: its record insert then waits for
-// the first transaction and fails when that one commits, so its transaction
-// (business writes and all) rolls back, and it answers replayed (or key_reused)
-// from the winner's record; the same when its operation itself fails on what
-// the first one wrote. Its own result is discarded. So the operation must have
-// no effect outside the transaction (the rule for Enforce in a transaction
-// anyway); where it must not even start twice, set execution_options::reserve_first.
-// The key is reserved first (BEGIN sent with the reserve, the completion with
-// COMMIT) with reserve_first, when a record in flight or an expired one is in
-// the way, and called inside a transaction the runner already has open, where
-// the work joins it behind a savepoint, as run() does. On SQLite (BEGIN
-// IMMEDIATE: no concurrent duplicate gets past the lookup) and with stores that
-// cannot join transactions, it behaves like the plain form.
+// A concurrent duplicate of a call in progress may run its operation too: its
+// record insert then waits for the first transaction and fails when that one
+// commits, so its transaction (business writes and all) rolls back, and it
+// answers replayed (or key_reused) from the winner's record; the same when its
+// operation itself fails on what the first one wrote. Its own result is
+// discarded. So the operation must have no effect outside the transaction (the
+// rule for Enforce in a transaction anyway); where it must not even start twice,
+// set execution_options::reserve_first. The key is reserved first (BEGIN sent
+// with the reserve, the completion with COMMIT) with reserve_first, when a
+// record in flight or an expired one is in the way, and called inside a
+// transaction the runner already has open, where the work joins it behind a
+// savepoint. On SQLite (BEGIN IMMEDIATE: no concurrent duplicate gets past the
+// lookup) and with stores that cannot join transactions, it behaves the same
+// as reserving first.
 #pragma once
 
 #include <exception>
@@ -48,21 +39,11 @@ namespace idem {
 
 namespace detail {
 
-struct IDEM_API runner_access {
+struct runner_access {
     template <class Work, class ShouldCommit>
     static decltype(auto) run_fast(transaction_runner& runner, Work&& work, ShouldCommit&& should_commit) {
         return runner.run_in(std::forward<Work>(work), std::forward<ShouldCommit>(should_commit), true);
     }
-};
-
-struct IDEM_API executor_access {
-    template <class T, class Operation>
-    static execution<T> execute(executor& exec, transaction& tx, owned_run& owned, const record_key& key,
-                                std::string_view fingerprint, const execution_options& options, Operation& operation,
-                                const result_codec<T>& codec) {
-        return exec.run_typed(&tx, key, fingerprint, options, operation, codec, {}, &owned);
-    }
-    static void settle(executor& exec, owned_run& owned) noexcept { exec.settle(owned); }
 };
 
 // Runs call(tx, owned_run&) (an executor call) in a transaction of `runner`
@@ -85,7 +66,7 @@ execution<T> run_owned(executor& exec, transaction_runner& runner, Call&& call, 
         bool lost = false;
         try {
             execution<T> e = runner_access::run_fast(
-                runner, [&](transaction& tx) { return call(tx, owned); },
+                runner, [&](unit_of_work& tx) { return call(tx, owned); },
                 [&](const execution<T>& done) { return static_cast<bool>(should_commit(done)); });
             executor_access::settle(exec, owned);
             return e;
@@ -104,7 +85,7 @@ execution<T> run_owned(executor& exec, transaction_runner& runner, Call&& call, 
         owned_run answering{.owns = true, .answer_only = true};
         try {
             execution<T> e = runner_access::run_fast(
-                runner, [&](transaction& tx) { return call(tx, answering); },
+                runner, [&](unit_of_work& tx) { return call(tx, answering); },
                 [](const execution<T>&) { return false; });  // a read: nothing to commit
             if (!answering.unanswered) return e;
         } catch (...) {
@@ -114,31 +95,30 @@ execution<T> run_owned(executor& exec, transaction_runner& runner, Call&& call, 
     }
 }
 
-struct IDEM_API commit_always {
+struct commit_always {
     template <class Execution>
     bool operator()(const Execution&) const noexcept {
         return true;
     }
 };
 
-}  // namespace detail
-
-// Runs operation(transaction&) at most once per key, in a transaction of `runner`
+// Runs operation(unit_of_work&) at most once per key, in a transaction of `runner`
 // that holds the record too; should_commit(const execution<T>&) decides between
 // commit and rollback once it returns (a rollback takes the record with it).
-template <class T, class Operation, class ShouldCommit = detail::commit_always>
+template <class T, class Operation, class ShouldCommit = commit_always>
 execution<T> execute_in_transaction(executor& exec, transaction_runner& runner, const record_key& key,
                                     std::string_view fingerprint, const execution_options& options,
                                     Operation&& operation, const result_codec<T>& codec,
                                     ShouldCommit&& should_commit = {}) {
-    static_assert(std::is_invocable_v<Operation&, transaction&>, "the operation takes the transaction");
-    return detail::run_owned<T>(
+    static_assert(std::is_invocable_v<Operation&, unit_of_work&>, "the operation takes the transaction");
+    return run_owned<T>(
         exec, runner,
-        [&](transaction& tx, detail::owned_run& owned) {
+        [&](unit_of_work& tx, owned_run& owned) {
             auto bound = [&]() -> decltype(auto) { return operation(tx); };
-            return detail::executor_access::execute(exec, tx, owned, key, fingerprint, options, bound, codec);
+            return executor_access::execute_in(exec, tx, key, fingerprint, options, bound, codec, {}, &owned);
         },
         should_commit);
 }
 
+}  // namespace detail
 }  // namespace idem

@@ -1,0 +1,494 @@
+// The entry points' database forms on real SQLite files and a throwaway
+// PostgreSQL: the HTTP layer, the webhook receiver and the inbox each run their
+// handler in a unit of work of an idem::database that also holds the record,
+// so one request is one record and one transaction.
+#include <doctest/doctest.h>
+
+#include <soci/soci.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <future>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "bank_places.hpp"
+#include "idem/http/layer.hpp"
+#include "idem/http/problem.hpp"
+#include "idem/inbox.hpp"
+#include "idem/webhook.hpp"
+#include "recording_sink.hpp"
+#ifdef IDEM_TEST_POSTGRESQL
+#include "tcp_proxy.hpp"
+#endif
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace idem::test;
+using idem::execution_status;
+namespace http = idem::http;
+
+long long records(idem::database& db) {
+    return count_rows(db, "SELECT COUNT(*) FROM idem_records");
+}
+long long transfers(idem::database& db) {
+    return count_rows(db, "SELECT COUNT(*) FROM transfers");
+}
+
+// A POST /transfers request carrying `key` from caller `client`.
+struct keyed_request {
+    std::string key_header;
+    std::string body = R"({"amount":10})";
+    idem::claims caller = {{"client_id", "c1"}};
+    [[nodiscard]] http::request view() const {
+        http::request r{
+            .method = "POST", .target = "/transfers", .body = body, .caller = caller, .route = "/transfers"};
+        if (!key_header.empty()) r.key_headers = {key_header};
+        return r;
+    }
+};
+
+// The endpoint of these tests: moves 10 from alice to bob, writes a transfer row, answers 201.
+struct transfer_endpoint {
+    std::atomic<int> runs{0};
+    std::chrono::milliseconds delay{0};
+    int status = 201;
+
+    http::response operator()(idem::unit_of_work& uow) {
+        ++runs;
+        if (delay.count() > 0) std::this_thread::sleep_for(delay);
+        move(uow, 10);
+        const std::string id = "t" + std::to_string(runs.load()) + "-" + std::to_string(std::rand());
+        uow.sql() << "INSERT INTO transfers (id, from_account, to_account, amount) VALUES (:id, 'alice', 'bob', 10)",
+            soci::use(id);
+        http::response r{.status = status, .body = R"({"id":")" + id + "\"}"};
+        r.set_header("Content-Type", "application/json");
+        return r;
+    }
+};
+
+http::layer_options client_scoped(http::layer_options o = {}) {
+    o.resolver = idem::scopes::client();
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("HTTP in a unit of work: one record per request, committed with the writes; a retry replays it") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        http::idempotency_layer layer(db.executor(), client_scoped());
+        transfer_endpoint endpoint;
+        const keyed_request req{.key_header = "\"k-1\""};
+        const long long before = records(db);
+        const http::response first = layer.handle(db, req.view(), std::ref(endpoint));
+        CHECK(first.status == 201);
+        CHECK(first.header("Idempotent-Replayed").empty());
+        const http::response again = layer.handle(db, req.view(), std::ref(endpoint));
+        CHECK(again.status == 201);
+        CHECK(again.header("Idempotent-Replayed") == "true");
+        CHECK(again.body == first.body);
+        CHECK(again.header("Content-Type") == "application/json");
+        CHECK(endpoint.runs == 1);
+        CHECK(records(db) == before + 1);  // one record, no lease-mode twin
+        CHECK(transfers(db) == 1);
+        CHECK(balance(db, "bob") == 10);
+        // Another body under the same key: 422, nothing run.
+        keyed_request other = req;
+        other.body = R"({"amount":11})";
+        CHECK(layer.handle(db, other.view(), std::ref(endpoint)).status == 422);
+        CHECK(endpoint.runs == 1);
+    }
+}
+
+TEST_CASE("HTTP in a unit of work: a refusal rolls the writes back and is recorded; 409 and 5xx are not") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        http::idempotency_layer layer(db.executor(), client_scoped());
+        transfer_endpoint endpoint;
+        endpoint.status = 422;  // wrote, then refused
+        const keyed_request refused{.key_header = "refused"};
+        const long long before = records(db);
+        CHECK(layer.handle(db, refused.view(), std::ref(endpoint)).status == 422);
+        CHECK(balance(db, "bob") == 0);  // what the endpoint wrote is gone
+        CHECK(transfers(db) == 0);
+        CHECK(records(db) == before + 1);  // the refusal is the key's answer
+        const http::response replay = layer.handle(db, refused.view(), std::ref(endpoint));
+        CHECK(replay.status == 422);
+        CHECK(replay.header("Idempotent-Replayed") == "true");
+        CHECK(endpoint.runs == 1);
+
+        for (int status : {409, 500, 503}) {
+            CAPTURE(status);
+            endpoint.status = status;
+            const keyed_request r{.key_header = "not-final-" + std::to_string(status)};
+            const int runs = endpoint.runs;
+            CHECK(layer.handle(db, r.view(), std::ref(endpoint)).status == status);
+            CHECK(layer.handle(db, r.view(), std::ref(endpoint)).status == status);
+            CHECK(endpoint.runs == runs + 2);  // not recorded: each request runs
+        }
+        CHECK(balance(db, "bob") == 0);
+        CHECK(records(db) == before + 1);
+    }
+}
+
+TEST_CASE("HTTP in a unit of work: an endpoint that throws rolls back, leaves the key free and propagates") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        http::idempotency_layer layer(db.executor(), client_scoped());
+        const keyed_request req{.key_header = "throws"};
+        bool fail = true;
+        transfer_endpoint endpoint;
+        auto flaky = [&](idem::unit_of_work& uow) {
+            http::response r = endpoint(uow);
+            if (fail) throw std::runtime_error("the endpoint failed after its writes");
+            return r;
+        };
+        CHECK_THROWS_AS(layer.handle(db, req.view(), flaky), std::runtime_error);
+        CHECK(balance(db, "bob") == 0);
+        fail = false;
+        CHECK(layer.handle(db, req.view(), flaky).status == 201);  // runs at once: no lease to wait out
+        CHECK(balance(db, "bob") == 10);
+    }
+}
+
+TEST_CASE("HTTP in a unit of work: concurrent duplicates wait for the first and get its replay, never 409") {
+    for (const bool reserve_first : {false, true}) {
+        for (const auto& where : places()) {
+            CAPTURE(where->url());
+            CAPTURE(reserve_first);
+            idem::database db = open_bank(*where, {.pool_size = 8});
+            http::layer_options o = client_scoped();
+            o.reserve_first = reserve_first;
+            http::idempotency_layer layer(db.executor(), o);
+            transfer_endpoint endpoint;
+            endpoint.delay = 100ms;
+            const keyed_request req{.key_header = "dup"};
+            constexpr int threads = 6;
+            std::barrier start(threads);
+            std::vector<std::future<http::response>> answers;
+            for (int i = 0; i < threads; ++i)
+                answers.push_back(std::async(std::launch::async, [&] {
+                    start.arrive_and_wait();
+                    return layer.handle(db, req.view(), std::ref(endpoint));
+                }));
+            int executed = 0, replayed = 0;
+            std::string body;
+            for (auto& a : answers) {
+                const http::response r = a.get();
+                REQUIRE(r.status == 201);
+                (r.header("Idempotent-Replayed") == "true" ? replayed : executed)++;
+                if (body.empty()) body = r.body;
+                CHECK(r.body == body);
+            }
+            CHECK(executed == 1);
+            CHECK(replayed == threads - 1);
+            CHECK(balance(db, "bob") == 10);
+            CHECK(transfers(db) == 1);
+            if (reserve_first) CHECK(endpoint.runs == 1);  // a duplicate never starts the endpoint
+        }
+    }
+}
+
+TEST_CASE("HTTP in a unit of work: a response it cannot record rolls back and answers 500") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        http::layer_options o = client_scoped();
+        o.max_stored_body = 4;
+        http::idempotency_layer layer(db.executor(), o);
+        transfer_endpoint endpoint;
+        const keyed_request req{.key_header = "too-big"};
+        const http::response r = layer.handle(db, req.view(), std::ref(endpoint));
+        CHECK(r.status == 500);
+        CHECK(r.body.find("Idempotency.ResponseNotStored") != std::string::npos);
+        CHECK(balance(db, "bob") == 0);
+        CHECK(transfers(db) == 0);
+    }
+}
+
+TEST_CASE("HTTP in a unit of work: Observe and Off let every request reach the endpoint, as with no layer") {
+    for (const auto mode : {idem::mode::observe, idem::mode::off}) {
+        for (const auto& where : places()) {
+            CAPTURE(where->url());
+            CAPTURE(idem::to_string(mode));
+            auto sink = std::make_shared<recording_sink>();
+            idem::database db =
+                open_bank(*where, {.executor = {.mode = mode, .http = {.require_key = true}}, .telemetry = sink});
+            http::idempotency_layer layer(db.executor(), client_scoped());
+            transfer_endpoint endpoint;
+            const std::vector<keyed_request> requests = {
+                {.key_header = ""},                   // no key where one is required
+                {.key_header = "\"two\", \"keys\""},  // an invalid key
+                {.key_header = "who", .caller = {}},  // no identified caller
+                {.key_header = "again"},
+                {.key_header = "again"},  // a repeated key
+            };
+            for (const auto& r : requests) {
+                const http::response answer = layer.handle(db, r.view(), std::ref(endpoint));
+                CHECK(answer.status == 201);
+                CHECK(answer.header("Idempotent-Replayed").empty());
+            }
+            CHECK(endpoint.runs == static_cast<int>(requests.size()));
+            CHECK(balance(db, "bob") == 10 * static_cast<long long>(requests.size()));
+            if (mode == idem::mode::observe) {
+                CHECK(sink->count(idem::outcome::key_missing, idem::mode::observe) == 1);
+                CHECK(sink->count(idem::outcome::key_invalid, idem::mode::observe) == 1);
+                CHECK(sink->count(idem::outcome::unscoped, idem::mode::observe) == 1);
+                CHECK(sink->count(idem::outcome::replay, idem::mode::observe) ==
+                      1);  // what Enforce would have answered
+            } else {
+                CHECK(records(db) == 0);
+            }
+        }
+    }
+}
+
+TEST_CASE("webhook receiver in a unit of work: applied once, a transient failure rolls back, a permanent one stays") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        idem::webhook::receiver provider(
+            db.executor(), {.provider = "provider",
+                            .scheme = idem::webhook::timestamped_signature{},
+                            .secrets = {"whsec-new", "whsec-old"},
+                            .identify = idem::webhook::id_from_json("id", idem::scope::custom("account", "acme"))});
+        const std::vector<std::string> old_secret = {"whsec-old"};
+        auto delivery_of = [&](const std::string& body, std::string& header) {
+            header = idem::webhook::sign_timestamped(old_secret, body, std::chrono::system_clock::now());
+            return idem::webhook::delivery{.body = body, .headers = {{"Stripe-Signature", header}}};
+        };
+        std::atomic<int> runs{0};
+        idem::webhook::handler_result result = idem::webhook::handler_result::transient_failure("account not open yet");
+        auto handler = [&](idem::unit_of_work& uow, const idem::webhook::event&) {
+            ++runs;
+            move(uow, 10);
+            return result;
+        };
+        std::string header;
+        const std::string event = R"({"id":"evt_1"})";
+        auto first = provider.handle(db, delivery_of(event, header), handler);
+        CHECK(first.status == 503);
+        CHECK(first.retry_after == 1);
+        CHECK(balance(db, "bob") == 0);  // rolled back with the key's claim
+        result = idem::webhook::handler_result::applied();
+        auto second = provider.handle(db, delivery_of(event, header), handler);
+        CHECK(second.status == 200);
+        CHECK(second.verdict == idem::webhook::verdict::applied);
+        auto third = provider.handle(db, delivery_of(event, header), handler);
+        CHECK(third.verdict == idem::webhook::verdict::duplicate);
+        CHECK(runs == 2);
+        CHECK(balance(db, "bob") == 10);
+
+        result = idem::webhook::handler_result::permanent_failure("over the limit");
+        const std::string other = R"({"id":"evt_2"})";
+        CHECK(provider.handle(db, delivery_of(other, header), handler).verdict ==
+              idem::webhook::verdict::permanent_failure);
+        CHECK(provider.handle(db, delivery_of(other, header), handler).verdict == idem::webhook::verdict::duplicate);
+        CHECK(runs == 3);
+        // A handler that throws rolls back; the redelivery runs it again.
+        const std::string thrown = R"({"id":"evt_4"})";
+        auto throwing = [&](idem::unit_of_work& uow, const idem::webhook::event&) -> idem::webhook::handler_result {
+            ++runs;
+            move(uow, 10);
+            throw std::runtime_error("the handler failed");
+        };
+        CHECK_THROWS_AS((void)provider.handle(db, delivery_of(thrown, header), throwing), std::runtime_error);
+        result = idem::webhook::handler_result::applied();
+        CHECK(provider.handle(db, delivery_of(thrown, header), handler).verdict == idem::webhook::verdict::applied);
+        CHECK(runs == 5);
+        CHECK(balance(db, "bob") == 30);  // a permanent failure commits what its handler wrote
+        // A forged delivery claims nothing.
+        const idem::webhook::delivery forged{.body = R"({"id":"evt_3"})",
+                                             .headers = {{"Stripe-Signature", "t=1,v1=00"}}};
+        CHECK(provider.handle(db, forged, handler).status == 401);
+        CHECK(runs == 5);
+    }
+}
+
+TEST_CASE("inbox in a unit of work: each message once, a throw rolls the handler and the record back") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        idem::inbox box(db.executor());
+        std::atomic<int> runs{0};
+        bool fail = true;
+        auto handler = [&](idem::unit_of_work& uow) {
+            ++runs;
+            move(uow, 10);
+            if (fail) throw std::runtime_error("the consumer failed");
+        };
+        const auto owner = idem::scope::tenant("acme");
+        CHECK_THROWS_AS(box.process(db, "billing", "m-1", owner, handler), std::runtime_error);
+        CHECK(balance(db, "bob") == 0);
+        fail = false;
+        CHECK(box.process(db, "billing", "m-1", owner, handler).status() == execution_status::executed);
+        CHECK(box.process(db, "billing", "m-1", owner, handler).status() == execution_status::replayed);
+        CHECK(box.process(db, "shipping", "m-1", owner, handler).status() == execution_status::executed);
+        CHECK(runs == 3);
+        CHECK(balance(db, "bob") == 20);
+        // Several messages in one unit of work of the consumer's own.
+        db.transact([&](idem::unit_of_work& uow) {
+            CHECK(box.process(uow, "batch", "m-2", owner, [&] { move(uow, 1); }) == execution_status::executed);
+            CHECK(box.process(uow, "batch", "m-2", owner, [&] { move(uow, 1); }) == execution_status::replayed);
+        });
+        CHECK(balance(db, "bob") == 21);
+    }
+}
+
+TEST_CASE("once: a result classified release rolls the unit of work back and frees the key") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        const auto codec = idem::make_codec<int>(
+            [](int v) { return std::to_string(v); }, [](std::string_view s) { return std::stoi(std::string(s)); },
+            [](int v) { return v < 0 ? idem::classification::release : idem::classification::store; });
+        int answer = -1;
+        auto work = [&](idem::unit_of_work& uow) {
+            move(uow, 10);
+            return answer;
+        };
+        CHECK(db.once(key_of("released"), "fp", work, codec).value() == -1);
+        CHECK(balance(db, "bob") == 0);
+        answer = 7;
+        CHECK(db.once(key_of("released"), "fp", work, codec).status() == execution_status::executed);
+        CHECK(db.once(key_of("released"), "fp", work, codec).status() == execution_status::replayed);
+        CHECK(balance(db, "bob") == 10);
+    }
+}
+
+TEST_CASE("a borrowed session runs the same units of work on the application's own soci::session") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        soci::session mine;
+        if (where->postgresql())
+            idem::open_postgresql_session(mine, where->url());
+        else
+            idem::open_sqlite_session(mine, where->url().substr(std::string("sqlite:").size()));
+        idem::borrowed_session on_mine = db.borrow(mine);
+        std::atomic<int> runs{0};
+        auto work = [&](idem::unit_of_work& uow) {
+            ++runs;
+            CHECK(&uow.sql() == &mine);
+            move(uow, 10);
+            return std::string("moved");
+        };
+        CHECK(on_mine.once(key_of("borrowed"), "fp", work).status() == execution_status::executed);
+        // The pooled form sees the same record: the key is the database's, not the session's.
+        CHECK(db.once(key_of("borrowed"), "fp", work).status() == execution_status::replayed);
+        CHECK(on_mine.once(key_of("borrowed"), "fp", work).value() == "moved");
+        CHECK(runs == 1);
+        // A once() inside the application's transaction joins it: a rollback takes the record too.
+        CHECK_THROWS_AS(on_mine.transact([&](idem::unit_of_work&) {
+            (void)on_mine.once(key_of("joined"), "fp", work);
+            throw std::runtime_error("the application's transaction fails");
+        }),
+                        std::runtime_error);
+        CHECK(on_mine.once(key_of("joined"), "fp", work).status() == execution_status::executed);
+        CHECK(runs == 3);
+        CHECK(balance(db, "bob") == 20);
+    }
+}
+
+#ifdef IDEM_TEST_POSTGRESQL
+
+namespace {
+
+// A COMMIT whose deferred trigger waits, so that a test can break the connection
+// while the server commits (or ends the backend, so that it rolls back).
+void slow_commits(idem::database& db) {
+    db.transact([](idem::unit_of_work& uow) {
+        uow.sql() << "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                     "PERFORM pg_sleep(1); RETURN NULL; END $$";
+        uow.sql() << "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON transfers DEFERRABLE INITIALLY DEFERRED "
+                     "FOR EACH ROW EXECUTE FUNCTION slow_commit()";
+    });
+}
+
+void wait_for_commit(soci::session& admin) {
+    for (int i = 0; i < 500; ++i) {
+        int sleeping = 0;
+        admin << "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'", soci::into(sleeping);
+        if (sleeping == 1) return;
+        std::this_thread::sleep_for(10ms);
+    }
+    FAIL("no COMMIT reached the trigger");
+}
+
+std::string through(const std::string& conninfo, int port) {
+    const auto at = conninfo.find("port=");
+    const auto end = conninfo.find(' ', at);
+    return conninfo.substr(0, at) + "port=" + std::to_string(port) + conninfo.substr(end);
+}
+
+}  // namespace
+
+TEST_CASE("HTTP in a unit of work (PostgreSQL): an in-doubt COMMIT answers 503; the retry replays or runs") {
+    idem::test::postgres_server server;
+    idem::test::tcp_proxy proxy(server.port());
+    idem::database db = open_bank(idem::test::connection_place(through(server.conninfo(), proxy.port())));
+    slow_commits(db);
+    soci::session admin;
+    idem::open_postgresql_session(admin, server.conninfo());
+    http::idempotency_layer layer(db.executor(), client_scoped());
+    transfer_endpoint endpoint;
+
+    SUBCASE("it committed: the server finished the COMMIT after the connection broke") {
+        const keyed_request req{.key_header = "doubt-committed"};
+        auto pending = std::async(std::launch::async, [&] { return layer.handle(db, req.view(), std::ref(endpoint)); });
+        wait_for_commit(admin);
+        proxy.sever();
+        const http::response r = pending.get();
+        CHECK(r.status == 503);
+        CHECK(r.body.find("Idempotency.InDoubt") != std::string::npos);
+        CHECK_FALSE(r.header("Retry-After").empty());
+        std::this_thread::sleep_for(1500ms);  // the server ends its COMMIT
+        const http::response retry = layer.handle(db, req.view(), std::ref(endpoint));
+        CHECK(retry.status == 201);
+        CHECK(retry.header("Idempotent-Replayed") == "true");
+        CHECK(endpoint.runs == 1);
+        CHECK(balance(db, "bob") == 10);
+    }
+    SUBCASE("it did not: the server ended the backend during the COMMIT") {
+        const keyed_request req{.key_header = "doubt-rolled-back"};
+        auto pending = std::async(std::launch::async, [&] { return layer.handle(db, req.view(), std::ref(endpoint)); });
+        wait_for_commit(admin);
+        admin << "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'PgSleep'";
+        const http::response r = pending.get();
+        CHECK(r.status == 503);
+        CHECK(r.body.find("Idempotency.InDoubt") != std::string::npos);
+        db.transact([](idem::unit_of_work& uow) { uow.sql() << "DROP TRIGGER slow_commit ON transfers"; });
+        const http::response retry = layer.handle(db, req.view(), std::ref(endpoint));
+        CHECK(retry.status == 201);
+        CHECK(retry.header("Idempotent-Replayed").empty());  // it runs: nothing had committed
+        CHECK(endpoint.runs == 2);
+        CHECK(balance(db, "bob") == 10);
+    }
+}
+
+TEST_CASE("HTTP in a unit of work (PostgreSQL): a database that is down answers 503 and reserves nothing") {
+    idem::test::postgres_server server;
+    idem::database db = open_bank(idem::test::connection_place(server.conninfo()), {.attempts = 1});
+    http::idempotency_layer layer(db.executor(), client_scoped());
+    transfer_endpoint endpoint;
+    const keyed_request req{.key_header = "down"};
+    server.stop();
+    const http::response r = layer.handle(db, req.view(), std::ref(endpoint));
+    CHECK(r.status == 503);
+    CHECK_FALSE(r.header("Retry-After").empty());
+    CHECK(r.header("Content-Type") == "application/problem+json");
+    server.start();
+    const http::response retry = layer.handle(db, req.view(), std::ref(endpoint));
+    CHECK(retry.status == 201);
+    CHECK(retry.header("Idempotent-Replayed").empty());
+    CHECK(balance(db, "bob") == 10);
+}
+
+#endif
