@@ -20,6 +20,10 @@
 
 namespace idem {
 
+namespace detail {
+struct error_access;
+}
+
 enum class error_category {
     store,          // the record store failed (database, network, corrupt row)
     configuration,  // options or wiring that cannot work
@@ -41,9 +45,10 @@ public:
     // idem::database on what it throws out of a unit of work; never set after a
     // COMMIT whose answer was lost (that is transaction_in_doubt).
     [[nodiscard]] bool rolled_back() const noexcept { return rolled_back_; }
-    void mark_rolled_back() noexcept { rolled_back_ = true; }
 
 private:
+    friend struct detail::error_access;  // the one that saw the rollback says so
+
     error_category category_;
     bool rolled_back_ = false;
 };
@@ -53,6 +58,7 @@ enum class store_failure {
     connection_lost,  // the server is unreachable or the connection broke
     timeout,          // lock wait, busy timeout or statement timeout
     conflict,         // serialization failure or deadlock; the transaction is lost
+    lost_race,        // a concurrent transaction committed the same record first; this one is lost
     corrupt_record,   // a stored row does not have the shape idem writes
     unsupported,      // the store cannot keep its promise here (e.g. isolation level)
     schema,           // the schema is missing or newer than this library
@@ -70,7 +76,7 @@ public:
     [[nodiscard]] const std::string& native_code() const noexcept { return native_code_; }
     [[nodiscard]] bool is_transient() const noexcept override {
         return failure_ == store_failure::connection_lost || failure_ == store_failure::timeout ||
-               failure_ == store_failure::conflict;
+               failure_ == store_failure::conflict || failure_ == store_failure::lost_race;
     }
     [[nodiscard]] bool is_connection_lost() const noexcept override {
         return failure_ == store_failure::connection_lost;
@@ -112,5 +118,13 @@ public:
     explicit transaction_in_doubt(const std::string& message) : transaction_error(message) {}
     [[nodiscard]] bool is_connection_lost() const noexcept override { return true; }
 };
+
+namespace detail {
+// For idem::database, which sees a unit of work's transaction roll back and
+// marks the error it then rethrows.
+struct error_access {
+    static void mark_rolled_back(error& e) noexcept { e.rolled_back_ = true; }
+};
+}  // namespace detail
 
 }  // namespace idem

@@ -35,10 +35,10 @@ struct IDEM_API record_lookup {
 };
 
 // A record insert() could not write because a concurrent transaction committed
-// the same key first: a transient conflict (SQLSTATE 23505 on PostgreSQL). The
-// transaction is lost; a new one finds the winner's record.
+// the same key first (store_failure::lost_race, transient). The transaction is
+// lost; a new one finds the winner's record.
 [[nodiscard]] inline bool lost_to_concurrent_record(const store_error& e) noexcept {
-    return e.failure() == store_failure::conflict && e.native_code() == "23505";
+    return e.failure() == store_failure::lost_race;
 }
 
 class IDEM_API transactional_record_store : public record_store {
@@ -58,7 +58,7 @@ public:
     // The one-statement form, for a transaction whose owner can roll it back and
     // run it again (idem::database::once): look the key up, run the work, then
     // insert the record. insert() must fail (and with it the transaction) when the
-    // key has a record by then; store_error(conflict) that lost_to_concurrent_record()
+    // key has a record by then: store_error(lost_race), which lost_to_concurrent_record()
     // recognises when a concurrent transaction committed it first. A store that
     // cannot answers found::reserve, and the executor reserves first.
     [[nodiscard]] record_lookup look_up(unit_of_work& tx, const record_key& key, std::string_view fingerprint);

@@ -1,5 +1,7 @@
-// The part of a runner's transaction internals (sql_transaction.hpp) that
-// gives the PostgreSQL store the fewer round trips of idem::database::once().
+// The part of a runner's transaction internals (sql_transaction.hpp) that lets
+// a dialect whose connection can finish a transaction in one round trip (the
+// PostgreSQL store's, through libpq pipelines) save the round trips of
+// idem::database::once().
 //
 // There the executor opens the transaction itself, so the runner can hold
 // BEGIN back until the store's first statement (the reserve), which sends both
@@ -20,23 +22,12 @@ class session;
 
 namespace idem::detail {
 
-namespace pg {
-class pipeline;
-}
-
-// A statement a store leaves to the end of the transaction.
+// A statement a store leaves to the end of the transaction. Opaque to the
+// runner: only the connection of the store's own dialect, which the runner
+// hands it to with COMMIT (sql_connection::finish), knows how to send it.
 class IDEM_API deferred_statement {
 public:
     virtual ~deferred_statement() = default;
-    // Queues it on the pipeline that ends the transaction, before COMMIT (or
-    // alone, when something else needs the transaction first). It must fail
-    // (an error, not an empty result) when it cannot do its work, so that the
-    // COMMIT behind it does not happen.
-    virtual void queue(pg::pipeline& p) = 0;
-    // The pipeline it was queued on failed: throws the error to report instead
-    // (a record a concurrent transaction committed first), or returns to let the
-    // pipeline's failure stand.
-    virtual void failed(const pg::pipeline& p) { (void)p; }
 };
 
 class IDEM_API fast_path {

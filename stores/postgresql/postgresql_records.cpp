@@ -199,7 +199,7 @@ std::string_view readable(std::string_view part, std::string& scratch) {
 
 // The completing statement of the one-statement form (database::once), sent with COMMIT: it
 // keeps copies of its values, since the caller's are gone by then.
-class record_statements::completion final : public deferred_statement {
+class record_statements::completion final : public deferred {
 public:
     completion(std::shared_ptr<record_statements> owner, const record_key& key, std::string_view token,
                std::string_view payload, duration retention)
@@ -220,7 +220,7 @@ private:
 
 // The one-statement form's record (see insert_text), sent with COMMIT; it keeps
 // copies of its values, since the caller's are gone by then.
-class record_statements::insertion final : public deferred_statement {
+class record_statements::insertion final : public deferred {
 public:
     insertion(std::shared_ptr<record_statements> owner, const record_key& key, std::string_view fingerprint,
               std::optional<std::string_view> payload, duration span)
@@ -263,7 +263,7 @@ void raise_if_taken(const result& r) {
     const char* constraint = PQresultErrorField(r.get(), PG_DIAG_CONSTRAINT_NAME);
     if (sqlstate == nullptr || constraint == nullptr) return;
     if (std::string_view(sqlstate) != "23505" || std::string_view(constraint) != "idem_records_pkey") return;
-    throw store_error(store_failure::conflict,
+    throw store_error(store_failure::lost_race,
                       "idem: inserting a record failed: a concurrent transaction committed the same key first "
                       "(SQLSTATE 23505)",
                       "23505");
@@ -430,16 +430,14 @@ record_lookup record_statements::look_up(const record_key& key, std::string_view
     return looked_up(p.last(), key, fingerprint);
 }
 
-std::unique_ptr<deferred_statement> record_statements::insert_at_commit(const record_key& key,
-                                                                        std::string_view fingerprint,
-                                                                        std::optional<std::string_view> payload,
-                                                                        duration span) {
+std::unique_ptr<deferred> record_statements::insert_at_commit(const record_key& key, std::string_view fingerprint,
+                                                              std::optional<std::string_view> payload, duration span) {
     return std::make_unique<insertion>(shared_from_this(), key, fingerprint, payload, span);
 }
 
 void record_statements::insert(const record_key& key, std::string_view fingerprint,
                                std::optional<std::string_view> payload, duration span) {
-    const std::unique_ptr<deferred_statement> now = insert_at_commit(key, fingerprint, payload, span);
+    const std::unique_ptr<deferred> now = insert_at_commit(key, fingerprint, payload, span);
     pipeline p(conn_);
     now->queue(p);
     try {
@@ -480,9 +478,8 @@ bool record_statements::complete(const record_key& key, std::string_view token, 
     return run_checked(complete_, values);
 }
 
-std::unique_ptr<deferred_statement> record_statements::complete_at_commit(const record_key& key, std::string_view token,
-                                                                          std::string_view payload,
-                                                                          duration retention) {
+std::unique_ptr<deferred> record_statements::complete_at_commit(const record_key& key, std::string_view token,
+                                                                std::string_view payload, duration retention) {
     return std::make_unique<completion>(shared_from_this(), key, token, payload, retention);
 }
 

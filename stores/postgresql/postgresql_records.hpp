@@ -13,8 +13,8 @@
 #include "idem/record_store.hpp"
 #include "idem/store_admin.hpp"
 #include "idem/transactional_record_store.hpp"
+#include "postgresql_native.hpp"
 #include "sql/fast_path.hpp"
-#include "sql/postgresql_native.hpp"
 #include "sql/record_id.hpp"
 
 namespace idem::detail::pg {
@@ -45,20 +45,18 @@ public:
                                 std::string_view payload, duration retention);
     // Completes the entry this connection's transaction reserved (reserved_in()),
     // sent with COMMIT: fails the transaction when it completes nothing.
-    [[nodiscard]] std::unique_ptr<deferred_statement> complete_at_commit(const record_key& key, std::string_view token,
-                                                                         std::string_view payload, duration retention);
+    [[nodiscard]] std::unique_ptr<deferred> complete_at_commit(const record_key& key, std::string_view token,
+                                                               std::string_view payload, duration retention);
     [[nodiscard]] bool release(const record_key& key, std::string_view token);
 
     // The one-statement form (transactional_record_store::look_up): a plain read
     // by primary key, after `tx`'s held BEGIN in the same round trip.
     [[nodiscard]] record_lookup look_up(const record_key& key, std::string_view fingerprint, fast_path* tx);
     // Its record, to send with COMMIT: a plain INSERT that fails the transaction
-    // when the key has a record by then (store_error(conflict) with SQLSTATE 23505
+    // when the key has a record by then (store_error(lost_race), SQLSTATE 23505 as its native code
     // when a concurrent transaction committed it first).
-    [[nodiscard]] std::unique_ptr<deferred_statement> insert_at_commit(const record_key& key,
-                                                                       std::string_view fingerprint,
-                                                                       std::optional<std::string_view> payload,
-                                                                       duration span);
+    [[nodiscard]] std::unique_ptr<deferred> insert_at_commit(const record_key& key, std::string_view fingerprint,
+                                                             std::optional<std::string_view> payload, duration span);
     // The same record, sent now.
     void insert(const record_key& key, std::string_view fingerprint, std::optional<std::string_view> payload,
                 duration span);
@@ -107,7 +105,7 @@ private:
                                                        std::string_view fingerprint);
 // The one-statement form's lookup row.
 [[nodiscard]] record_lookup looked_up(const result& row, const record_key& key, std::string_view fingerprint);
-// Throws store_error(conflict, "23505") when `r` failed on idem_records' primary key.
+// Throws store_error(lost_race, "23505") when `r` failed on idem_records' primary key.
 void raise_if_taken(const result& r);
 // The inspect row; nullopt when there is none.
 [[nodiscard]] std::optional<record_state> inspected(const result& row, bool with_payload);

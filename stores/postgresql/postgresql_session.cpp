@@ -8,7 +8,7 @@
 
 #include "idem/error.hpp"
 #include "idem/postgresql_store.hpp"
-#include "sql/postgresql_native.hpp"
+#include "postgresql_native.hpp"
 
 namespace idem {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "idem/store_admin.hpp"
 #include "sql/record_id.hpp"
-#include "sql/sqlite_native.hpp"
+#include "sqlite_native.hpp"
 
 namespace idem::detail::sqlite {
 

@@ -8,7 +8,7 @@
 
 #include "idem/record_store.hpp"
 #include "idem/transactional_record_store.hpp"
-#include "sql/sqlite_native.hpp"
+#include "sqlite_native.hpp"
 
 namespace idem::detail::sqlite {
 

@@ -11,7 +11,7 @@
 
 #include "idem/sqlite_store.hpp"
 #include "sql/soci_errors.hpp"
-#include "sql/sqlite_native.hpp"
+#include "sqlite_native.hpp"
 
 namespace idem {
 namespace {

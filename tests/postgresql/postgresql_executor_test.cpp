@@ -1,4 +1,4 @@
-// The executor on PostgreSQL: the placement scenarios (tests/sql/placement_suite.cpp)
+// The executor on PostgreSQL: the placement scenarios (tests/sqlite/placement_suite.cpp)
 // run on the shared server, and what only PostgreSQL has to prove: the
 // database's clock, its isolation levels, many connections on one key.
 #include <doctest/doctest.h>
@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "bank.hpp"
 #include "executor_fixture.hpp"
 #include "postgres_server.hpp"
+#include "postgresql_bank.hpp"
 
 namespace idem::test {
 

@@ -8,9 +8,9 @@
 #include <future>
 #include <memory>
 
-#include "bank.hpp"
 #include "migration_race.hpp"
 #include "postgres_server.hpp"
+#include "postgresql_bank.hpp"
 #include "transfer_race.hpp"
 #include "worker_processes.hpp"
 

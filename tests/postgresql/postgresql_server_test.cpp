@@ -16,12 +16,12 @@
 #include <thread>
 #include <vector>
 
-#include "bank.hpp"
 #include "child_process.hpp"
 #include "expect.hpp"
 #include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
 #include "postgres_server.hpp"
+#include "postgresql_bank.hpp"
 
 namespace {
 

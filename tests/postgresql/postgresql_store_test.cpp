@@ -14,7 +14,6 @@
 #include <span>
 #include <thread>
 
-#include "bank.hpp"
 #include "expect.hpp"
 #include "idem/error.hpp"
 #include "idem/executor.hpp"
@@ -22,6 +21,7 @@
 #include "idem/transaction_runner.hpp"
 #include "key_hex.hpp"
 #include "postgres_server.hpp"
+#include "postgresql_bank.hpp"
 #include "store_scenarios.hpp"
 
 namespace {

@@ -7,10 +7,10 @@
 #include <iostream>
 #include <string>
 
-#include "bank.hpp"
 #include "bank_worker.hpp"
 #include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
+#include "postgresql_bank.hpp"
 
 namespace {
 

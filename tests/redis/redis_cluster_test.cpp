@@ -103,6 +103,7 @@ std::string failure_name(store_failure f) {
         case store_failure::connection_lost: return "connection_lost";
         case store_failure::timeout: return "timeout";
         case store_failure::conflict: return "conflict";
+        case store_failure::lost_race: return "lost_race";
         case store_failure::corrupt_record: return "corrupt_record";
         case store_failure::unsupported: return "unsupported";
         case store_failure::schema: return "schema";

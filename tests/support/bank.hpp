@@ -1,6 +1,6 @@
 // A tiny bank for the SQL store tests: two accounts, a ledger, and an
 // idempotent transfer whose record joins the transfer's transaction. The
-// schema is the dialect's (tests/sql/bank.hpp, tests/postgresql/bank.hpp).
+// schema is the dialect's (tests/sqlite/bank.hpp, tests/postgresql/bank.hpp).
 #pragma once
 
 #include <soci/soci.h>

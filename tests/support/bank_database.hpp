@@ -1,5 +1,5 @@
 // What a SQL store supplies to the executor tests written once
-// (tests/sql/placement_suite.cpp, executor_fixture.hpp): one scenario's
+// (tests/sqlite/placement_suite.cpp, executor_fixture.hpp): one scenario's
 // database, a store on it and business connections to it.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Scenarios every SQL store runs in the caller's transaction, written once and
-// called from each store's tests (tests/sql/sqlite_store_test.cpp,
+// called from each store's tests (tests/sqlite/sqlite_store_test.cpp,
 // tests/postgresql/postgresql_store_test.cpp), which keep their dialect's own cases.
 #pragma once
 

@@ -25,7 +25,8 @@ std::string explain(const store_error& failure, const database_url& url) {
             return what + "; check that the database is reachable and --db is right, then run the command again";
         case store_failure::timeout:
             return what + "; another process held the database for longer than the wait: run the command again";
-        case store_failure::conflict: return what + "; a concurrent transaction won: run the command again";
+        case store_failure::conflict:
+        case store_failure::lost_race: return what + "; a concurrent transaction won: run the command again";
         case store_failure::corrupt_record:
             return what +
                    "; the row was not written by idem (or was changed by hand): look at it with the "

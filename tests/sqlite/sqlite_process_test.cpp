@@ -6,8 +6,8 @@
 
 #include <chrono>
 
-#include "bank.hpp"
 #include "migration_race.hpp"
+#include "sqlite_bank.hpp"
 #include "temp_dir.hpp"
 #include "transfer_race.hpp"
 #include "worker_processes.hpp"

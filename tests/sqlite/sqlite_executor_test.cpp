@@ -1,4 +1,4 @@
-// The executor on SQLite: the placement scenarios (tests/sql/placement_suite.cpp)
+// The executor on SQLite: the placement scenarios (tests/sqlite/placement_suite.cpp)
 // run on a database file of each scenario's own, and what only SQLite has to prove.
 #include <doctest/doctest.h>
 
@@ -6,8 +6,8 @@
 
 #include <chrono>
 
-#include "bank.hpp"
 #include "executor_fixture.hpp"
+#include "sqlite_bank.hpp"
 #include "temp_dir.hpp"
 
 namespace idem::test {

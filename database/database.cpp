@@ -228,7 +228,7 @@ void database::run_unit(transaction_runner* on,
                 if (in_doubt && run.committing)
                     std::throw_with_nested(transaction_in_doubt(
                         "idem: the answer to COMMIT was lost: the unit of work may or may not have committed"));
-                e.mark_rolled_back();
+                detail::error_access::mark_rolled_back(e);
                 // A borrowed session is the application's to reopen: a lost connection stays lost.
                 retry = e.is_transient() && attempt < d.options.attempts && (lease || !e.is_connection_lost());
                 if (!retry) throw;

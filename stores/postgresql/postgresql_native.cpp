@@ -1,4 +1,4 @@
-#include "sql/postgresql_native.hpp"
+#include "postgresql_native.hpp"
 
 #include <poll.h>
 #include <soci/postgresql/soci-postgresql.h>
@@ -44,6 +44,7 @@ const char* describe(store_failure failure, std::string_view sqlstate) noexcept 
         case store_failure::connection_lost: return "the connection to PostgreSQL was lost";
         case store_failure::timeout: return "lock or statement timeout";
         case store_failure::conflict: return "serialization failure or deadlock";
+        case store_failure::lost_race: return "a concurrent transaction committed the same record first";
         case store_failure::schema: return "the idem schema is missing or outdated (run migrate())";
         case store_failure::corrupt_record: return "corrupt record";
         case store_failure::constraint: return "a constraint rejected the write";

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "bank.hpp"
 #include "bank_worker.hpp"
+#include "sqlite_bank.hpp"
 
 namespace {
 

@@ -4,8 +4,8 @@
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/session.h>
 
+#include "postgresql_native.hpp"
 #include "sql/fast_path.hpp"
-#include "sql/postgresql_native.hpp"
 #include "sql/soci_errors.hpp"
 #include "sql/sql_connection.hpp"
 #include "sql/sql_dialect.hpp"
@@ -32,7 +32,9 @@ public:
 
     [[nodiscard]] const std::string& begin_sql() const noexcept override { return begin_sql_; }
 
-    void finish(deferred_statement& last, bool then_commit) override {
+    void finish(deferred_statement& statement, bool then_commit) override {
+        // Only the PostgreSQL store defers statements, and only on its own dialect's connections.
+        auto& last = dynamic_cast<pg::deferred&>(statement);
         pg::pipeline p(conn());
         last.queue(p);
         if (then_commit) p.query("COMMIT", "COMMIT");

@@ -1,5 +1,5 @@
-// execute_in_transaction: the same results as runner.run around
-// executor.execute(tx, ...), in fewer round trips on PostgreSQL.
+// The one-statement form (idem/detail/run_owned.hpp, behind db.once): the same results
+// as reserving first inside the transaction, in fewer round trips on PostgreSQL.
 #include <doctest/doctest.h>
 
 #include <soci/postgresql/soci-postgresql.h>

@@ -16,6 +16,7 @@
 
 #include "idem/clock.hpp"
 #include "idem/error.hpp"
+#include "sql/fast_path.hpp"
 
 namespace soci {
 class session;
@@ -179,6 +180,21 @@ private:
     std::array<item, capacity> items_{};
     std::size_t count_ = 0;
     bool active_ = false;
+};
+
+// A statement the PostgreSQL store leaves to the end of its transaction: the
+// runner hands it back to this dialect's connection, which queues it on the
+// pipeline that ends the transaction, before COMMIT (or alone, when something
+// else needs the transaction first).
+class deferred : public detail::deferred_statement {
+public:
+    // It must fail (an error, not an empty result) when it cannot do its work,
+    // so that the COMMIT behind it does not happen.
+    virtual void queue(pipeline& p) = 0;
+    // The pipeline it was queued on failed: throws the error to report instead
+    // (a record a concurrent transaction committed first), or returns to let the
+    // pipeline's failure stand.
+    virtual void failed(const pipeline& p) { (void)p; }
 };
 
 // A statement prepared on one connection, with the name it has there; an empty

@@ -1,4 +1,4 @@
-#include "sql/sqlite_native.hpp"
+#include "sqlite_native.hpp"
 
 #include <soci/session.h>
 

@@ -6,7 +6,7 @@
 #include "sql/soci_errors.hpp"
 #include "sql/sql_connection.hpp"
 #include "sql/sql_dialect.hpp"
-#include "sql/sqlite_native.hpp"
+#include "sqlite_native.hpp"
 
 namespace idem::detail {
 namespace {

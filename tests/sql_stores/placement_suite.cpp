@@ -1,7 +1,7 @@
 // Where the executor puts the record on a SQL store: inside the business
 // transaction (Enforce), before it (lease mode), or beside it (Observe).
 // Written once and run against every SQL store, each linking a bank_database
-// of its own (see tests/sql/sqlite_executor_test.cpp and
+// of its own (see tests/sqlite/sqlite_executor_test.cpp and
 // tests/postgresql/postgresql_executor_test.cpp for their own cases).
 #include <doctest/doctest.h>
 

@@ -9,9 +9,9 @@
 #include <map>
 #include <span>
 
-#include "bank.hpp"
 #include "idem/error.hpp"
 #include "key_hex.hpp"
+#include "sqlite_bank.hpp"
 #include "store_scenarios.hpp"
 #include "temp_dir.hpp"
 

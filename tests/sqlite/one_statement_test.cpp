@@ -1,4 +1,5 @@
-// execute_in_transaction on SQLite: no round trips to save, the same results.
+// The one-statement form (idem/detail/run_owned.hpp, behind db.once) on SQLite: no round trips to save, the same
+// results.
 #include <doctest/doctest.h>
 
 #include <soci/soci.h>
