@@ -5,61 +5,12 @@
 
 #include <soci/soci.h>
 
+#include "idem/store_registry.hpp"
 #include "session_pool.hpp"
 #include "sql/soci_errors.hpp"
 
-#ifdef IDEM_DATABASE_SQLITE
-#include "idem/sqlite_store.hpp"
-#endif
-#ifdef IDEM_DATABASE_POSTGRESQL
-#include "idem/postgresql_store.hpp"
-#endif
-
 namespace idem {
 namespace {
-
-struct opened {
-    std::shared_ptr<transactional_record_store> store;
-    store_admin* admin = nullptr;
-    detail::session_pool::opener open_session;
-};
-
-opened open_store(const database_url& url, const database_options& options) {
-    switch (url.kind) {
-        case database_url::backend::sqlite: {
-#ifdef IDEM_DATABASE_SQLITE
-            auto store = std::make_shared<sqlite_store>(
-                sqlite_store_options{.path = url.location, .connection = options.sqlite, .migrate_on_open = false});
-            store_admin* admin = store.get();
-            return {std::move(store), admin, [path = url.location, connection = options.sqlite](soci::session& s) {
-                        open_sqlite_session(s, path, connection);
-                    }};
-#else
-            throw std::invalid_argument("idem: this build has no SQLite store (built without SOCI's sqlite3 backend)");
-#endif
-        }
-        case database_url::backend::postgresql: {
-#ifdef IDEM_DATABASE_POSTGRESQL
-            const postgresql_store_options store_options{
-                .connection = url.location, .migrate_on_open = false, .transaction_pooler = options.transaction_pooler};
-            auto store = std::make_shared<postgresql_store>(store_options);
-            store_admin* admin = store.get();
-            // A business transaction waits for a row lock no longer than the store's own
-            // statements do (its record shares that transaction in once()). Behind a
-            // transaction pooler a SET would stay on whichever server connection ran it.
-            const long long lock_timeout_ms = options.transaction_pooler ? 0 : store_options.lock_timeout.count();
-            return {std::move(store), admin, [connection = url.location, lock_timeout_ms](soci::session& s) {
-                        open_postgresql_session(s, connection);
-                        if (lock_timeout_ms > 0) s << "SET lock_timeout = " + std::to_string(lock_timeout_ms);
-                    }};
-#else
-            throw std::invalid_argument(
-                "idem: this build has no PostgreSQL store (built without libpq or SOCI's postgresql backend)");
-#endif
-        }
-    }
-    throw std::invalid_argument("idem: unknown database kind");
-}
 
 std::vector<std::string> problems_of(const database_options& o) {
     std::vector<std::string> problems;
@@ -93,7 +44,7 @@ struct IDEM_LOCAL database::impl {
     idem::executor exec;
     detail::session_pool pool;
 
-    impl(database_url u, database_options o, opened s)
+    impl(database_url u, database_options o, opened_store s)
         : url(std::move(u)),
           options(std::move(o)),
           store(std::move(s.store)),
@@ -148,7 +99,8 @@ std::exception_ptr translated(std::exception_ptr failure, soci::session* session
 database database::open(std::string_view url, database_options options) {
     database_url parsed = database_url::parse(url);
     if (auto problems = problems_of(options); !problems.empty()) throw options_error(std::move(problems));
-    opened store = open_store(parsed, options);
+    opened_store store =
+        open_store(parsed, {.sqlite = options.sqlite, .transaction_pooler = options.transaction_pooler});
     return database(std::make_unique<impl>(std::move(parsed), std::move(options), std::move(store)));
 }
 

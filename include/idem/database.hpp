@@ -35,7 +35,7 @@
 #include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
 #include "idem/export.hpp"
-#include "idem/sqlite_store.hpp"
+#include "idem/sqlite_options.hpp"
 #include "idem/store_admin.hpp"
 #include "idem/transaction_runner.hpp"
 #include "idem/transactional_record_store.hpp"

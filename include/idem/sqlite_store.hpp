@@ -36,23 +36,11 @@
 
 #include "idem/clock.hpp"
 #include "idem/export.hpp"
+#include "idem/sqlite_options.hpp"
 #include "idem/store_admin.hpp"
 #include "idem/transactional_record_store.hpp"
 
 namespace idem {
-
-enum class sqlite_synchronous { off, normal, full, extra };
-
-struct IDEM_API sqlite_connection_options {
-    // How long a writer waits for the write lock before store_error(timeout).
-    std::chrono::milliseconds busy_timeout{5000};
-    // In WAL mode `normal` survives a crash of the process but may lose the
-    // last commits on power loss; `full` does not.
-    sqlite_synchronous synchronous = sqlite_synchronous::full;
-    // Opens an existing file read-only and leaves its journal mode as it is:
-    // for looking only (`idem inspect`, `idem purge --dry-run`); writes are store_error.
-    bool read_only = false;
-};
 
 // Opens (creating it if missing, unless read_only) the database at `path` in
 // `session` and configures it as below. store_error when it cannot be opened

@@ -13,9 +13,10 @@
 namespace idem {
 namespace {
 
-// Runners know PostgreSQL, through libpq, as soon as this library is loaded (a static
-// link keeps this file with open_postgresql_session, which every use calls).
-const bool dialect_installed = (detail::pg::install_dialect(), true);
+// Runners know PostgreSQL, through libpq, and the store registry opens its URLs, as soon
+// as this library is loaded (a static link keeps this file with open_postgresql_session,
+// which every use of the store calls).
+const bool installed = (detail::pg::install_dialect(), detail::pg::register_store(), true);
 
 // The connection string in the one form SOCI 4.0 passes to libpq unchanged.
 // SOCI splits the string at spaces into key=value tokens and joins them back

@@ -30,6 +30,8 @@ using database = sqlite_api::sqlite3;
 // the SQLite store's library as it loads.
 [[nodiscard]] const sql_dialect& dialect() noexcept;
 void install_dialect() noexcept;
+// Opens sqlite: URLs for idem::open_store (sqlite_factory.cpp).
+void register_store();
 
 // The handle of a connected sqlite3 session; std::invalid_argument for any other session.
 [[nodiscard]] database* native_handle(soci::session& session);

@@ -18,9 +18,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Runners know SQLite, through its native handle, as soon as this library is loaded (a
-// static link keeps this file with open_sqlite_session, which every use calls).
-const bool dialect_installed = (detail::sqlite::install_dialect(), true);
+// Runners know SQLite, through its native handle, and the store registry opens sqlite:
+// URLs, as soon as this library is loaded (a static link keeps this file with
+// open_sqlite_session, which every use of the store calls).
+const bool installed = (detail::sqlite::install_dialect(), detail::sqlite::register_store(), true);
 
 // SQLite's own busy handler sleeps 1, 2, 5, 10... ms between attempts, while a
 // write transaction here usually holds the lock for tens of microseconds. This

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <optional>
 #include <thread>
@@ -14,6 +15,8 @@
 
 #include "bank_places.hpp"
 #include "idem/database.hpp"
+#include "idem/sqlite_store.hpp"
+#include "idem/store_registry.hpp"
 #include "recording_sink.hpp"
 #include "temp_dir.hpp"
 #ifdef IDEM_TEST_POSTGRESQL
@@ -480,6 +483,36 @@ TEST_CASE("options and URLs are checked before anything opens") {
     CHECK_THROWS_AS(idem::database::open(where.url(), {.acquire_timeout = 0ms}), idem::options_error);
     CHECK_THROWS_AS(idem::database::open("mysql://db/bank"), std::invalid_argument);
     CHECK_THROWS_AS(idem::database::open("bank.txt"), std::invalid_argument);
+}
+
+TEST_CASE("the store registry opens what a URL names, as each store library registered it") {
+    idem::test::temp_dir dir("registry");
+    const std::string path = (dir.path() / "ledger.db").string();
+    const auto url = idem::database_url::parse("sqlite:" + path);
+    // An operator's look at a file that is not there creates nothing.
+    for (const auto access : {idem::store_access::existing, idem::store_access::read_only}) {
+        try {
+            (void)idem::open_store(url, {.access = access});
+            FAIL("opened a database that does not exist");
+        } catch (const idem::store_error& e) {
+            CHECK(e.failure() == idem::store_failure::schema);
+        }
+        CHECK_FALSE(std::filesystem::exists(path));
+    }
+    idem::opened_store created = idem::open_store(url, {.pool_size = 1});
+    REQUIRE(created.store);
+    REQUIRE(created.admin == dynamic_cast<idem::store_admin*>(created.store.get()));
+    CHECK_FALSE(created.admin->migrate().empty());
+    soci::session business;
+    created.open_session(business);  // configured as the store wants: WAL, busy timeout
+    std::string journal;
+    business << "PRAGMA journal_mode", soci::into(journal);
+    CHECK(journal == "wal");
+    // Read-only: it reads, and refuses to write.
+    idem::opened_store look = idem::open_store(url, {.access = idem::store_access::read_only});
+    CHECK(look.admin->count_expired(std::chrono::hours(0)) == 0);
+    CHECK_THROWS_AS((void)look.store->try_reserve(key_of("read-only"), "fp", std::chrono::minutes(1)),
+                    idem::store_error);
 }
 
 #ifdef IDEM_TEST_POSTGRESQL

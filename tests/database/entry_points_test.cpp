@@ -18,6 +18,7 @@
 #include "idem/http/layer.hpp"
 #include "idem/http/problem.hpp"
 #include "idem/inbox.hpp"
+#include "idem/sqlite_store.hpp"
 #include "idem/webhook.hpp"
 #include "recording_sink.hpp"
 #ifdef IDEM_TEST_POSTGRESQL
