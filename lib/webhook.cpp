@@ -217,14 +217,21 @@ classification handler_result_codec::classify(const handler_result& r) const {
 }  // namespace detail
 
 receiver::receiver(executor& exec, receiver_options options) : exec_(exec), options_(std::move(options)) {
-    if (options_.provider.empty()) throw std::invalid_argument("idem: a webhook receiver needs a provider name");
-    if (options_.secrets.empty()) throw std::invalid_argument("idem: a webhook receiver needs at least one secret");
+    std::vector<std::string> problems;
+    if (options_.provider.empty()) problems.emplace_back("provider is empty");
+    try {
+        if (!options_.provider.empty()) (void)event_key(options_.provider, "probe", scope::global());
+    } catch (const std::invalid_argument&) {
+        problems.emplace_back("provider must be UTF-8, short enough for a namespace");
+    }
+    if (options_.secrets.empty()) problems.emplace_back("secrets is empty: at least one is needed");
     for (const auto& secret : options_.secrets)
-        if (secret.empty()) throw std::invalid_argument("idem: a webhook secret is empty");
-    if (!options_.identify) throw std::invalid_argument("idem: a webhook receiver needs identify");
-    if (!options_.time) throw std::invalid_argument("idem: a webhook receiver's clock is null");
+        if (secret.empty()) problems.emplace_back("secrets holds an empty secret");
+    if (!options_.identify) problems.emplace_back("identify is missing");
+    if (!options_.time) problems.emplace_back("time (the clock) is null");
     if (const auto* t = std::get_if<timestamped_signature>(&options_.scheme); t != nullptr && t->tolerance.count() <= 0)
-        throw std::invalid_argument("idem: a webhook signature tolerance must be positive");
+        problems.emplace_back("scheme's tolerance must be positive");
+    if (!problems.empty()) throw options_error(std::move(problems));
 }
 
 std::variant<receiver::accepted, answer> receiver::admit(const delivery& d) const {

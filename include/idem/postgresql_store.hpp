@@ -62,7 +62,8 @@ IDEM_API void open_postgresql_session(soci::session& session, const std::string&
 class IDEM_API postgresql_store final : public transactional_record_store, public store_admin {
 public:
     // Opens the first connection (and migrates, unless told not to):
-    // std::invalid_argument for bad options, store_error when the database fails.
+    // options_error naming every bad option (std::invalid_argument
+    // for a malformed connection string), store_error when the database fails.
     explicit postgresql_store(postgresql_store_options options);
     ~postgresql_store() override;
     postgresql_store(const postgresql_store&) = delete;

@@ -68,7 +68,7 @@ struct IDEM_API redis_options {
 
 class IDEM_API redis_store final : public record_store {
 public:
-    // Checks the options (std::invalid_argument naming each bad field); connects on first use.
+    // Checks the options (options_error naming each bad field); connects on first use.
     explicit redis_store(redis_options options = {});
     ~redis_store() override;
     redis_store(const redis_store&) = delete;

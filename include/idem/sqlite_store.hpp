@@ -64,7 +64,7 @@ struct IDEM_API sqlite_store_options {
 class IDEM_API sqlite_store final : public transactional_record_store, public store_admin {
 public:
     // Opens the first connection (and migrates, unless told not to):
-    // std::invalid_argument for bad options, store_error when the database fails.
+    // options_error naming every bad option, store_error when the database fails.
     explicit sqlite_store(sqlite_store_options options);
     ~sqlite_store() override;
     sqlite_store(const sqlite_store&) = delete;

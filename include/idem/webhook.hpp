@@ -201,8 +201,9 @@ public:
 
 class IDEM_API receiver {
 public:
-    // std::invalid_argument when the provider is empty, no secret is given (or one is
-    // empty), identify is missing, or a timestamped scheme's tolerance is not positive.
+    // options_error naming every problem: the provider empty (or no namespace), no
+    // secret (or an empty one), identify missing, the clock null, a timestamped
+    // scheme's tolerance not positive.
     receiver(executor& exec, receiver_options options);
 
     // Lease mode: handler(const event&) -> handler_result, its effects outside a database

@@ -20,11 +20,12 @@ namespace pg = detail::pg;
 constexpr std::size_t purge_step = 1000;
 
 postgresql_store_options checked(postgresql_store_options options) {
-    if (options.pool_size == 0) throw std::invalid_argument("idem: postgresql_store pool_size must be positive");
-    if (options.lock_timeout.count() < 0)
-        throw std::invalid_argument("idem: postgresql_store lock_timeout is negative");
-    if (options.statement_timeout.count() < 0)
-        throw std::invalid_argument("idem: postgresql_store statement_timeout is negative");
+    std::vector<std::string> problems;
+    if (options.connection.empty()) problems.emplace_back("connection is empty");
+    if (options.pool_size == 0) problems.emplace_back("pool_size must be positive");
+    if (options.lock_timeout.count() < 0) problems.emplace_back("lock_timeout is negative");
+    if (options.statement_timeout.count() < 0) problems.emplace_back("statement_timeout is negative");
+    if (!problems.empty()) throw options_error(std::move(problems));
     return options;
 }
 

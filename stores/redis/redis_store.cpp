@@ -11,11 +11,8 @@ namespace idem {
 namespace {
 
 void check_options(const redis_options& o) {
-    std::string problems;
-    auto problem = [&problems](std::string_view text) {
-        problems += problems.empty() ? " " : "; ";
-        problems += text;
-    };
+    std::vector<std::string> problems;
+    auto problem = [&problems](std::string_view text) { problems.emplace_back(text); };
     if (o.unix_socket.empty()) {
         if (o.host.empty()) problem("host is empty (set host or unix_socket)");
         if (o.port < 1 || o.port > 65535) problem("port must be 1 to 65535");
@@ -41,7 +38,7 @@ void check_options(const redis_options& o) {
             problem("cluster_seeds: a host is empty or contains NUL");
         if (seed.port < 1 || seed.port > 65535) problem("cluster_seeds: port must be 1 to 65535");
     }
-    if (!problems.empty()) throw std::invalid_argument("idem: invalid redis options:" + problems);
+    if (!problems.empty()) throw options_error(std::move(problems));
 }
 
 // A TTL argument, formatted without allocating.

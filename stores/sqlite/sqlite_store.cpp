@@ -25,15 +25,20 @@ namespace sqlite = detail::sqlite;
 constexpr std::size_t purge_batch_rows = 500;
 
 sqlite_store_options checked(sqlite_store_options options) {
-    if (options.path.empty()) throw std::invalid_argument("idem: sqlite_store needs a database path");
+    std::vector<std::string> problems;
+    if (options.path.empty()) problems.emplace_back("path is empty: the store needs a database file");
     if (options.path == ":memory:" || options.path.starts_with("file::memory:"))
-        throw std::invalid_argument(
-            "idem: sqlite_store needs a database file; each connection would get its own memory");
-    if (options.pool_size == 0) throw std::invalid_argument("idem: sqlite_store pool_size must be positive");
-    if (!options.time) throw std::invalid_argument("idem: sqlite_store needs a clock");
+        problems.emplace_back("path names memory: each connection would get its own; give a database file");
+    if (options.pool_size == 0) problems.emplace_back("pool_size must be positive");
+    if (!options.time) problems.emplace_back("time (the clock) is null");
+    if (options.path.find('"') != std::string::npos)
+        problems.emplace_back("path holds '\"', which SOCI's connection string cannot carry");
+    if (options.connection.busy_timeout.count() < 0) problems.emplace_back("connection.busy_timeout is negative");
+    if (options.connection.busy_timeout > std::chrono::floor<std::chrono::milliseconds>(max_duration))
+        problems.emplace_back("connection.busy_timeout must be at most 100 years");
     if (options.connection.read_only && options.migrate_on_open)
-        throw std::invalid_argument(
-            "idem: a read-only sqlite_store cannot migrate on open (set migrate_on_open = false)");
+        problems.emplace_back("a read-only store cannot migrate on open (set migrate_on_open = false)");
+    if (!problems.empty()) throw options_error(std::move(problems));
     return options;
 }
 

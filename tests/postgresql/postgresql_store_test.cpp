@@ -376,15 +376,15 @@ TEST_CASE("postgresql store: a table of the first schema, with rows in it, moves
 }
 
 TEST_CASE("postgresql store: bad settings and unreachable servers are typed errors") {
-    CHECK_THROWS_AS(idem::postgresql_store({.connection = ""}), std::invalid_argument);
+    CHECK_THROWS_AS(idem::postgresql_store({.connection = ""}), idem::options_error);
     CHECK_THROWS_AS(idem::postgresql_store({.connection = "this is not a conninfo"}), std::invalid_argument);
     CHECK_THROWS_AS(idem::postgresql_store({.connection = "postgresql://host:notaport/db"}), std::invalid_argument);
     CHECK_THROWS_AS(idem::postgresql_store({.connection = "postgresql://host/db?no_such_option=1"}),
                     std::invalid_argument);
     CHECK_THROWS_AS(idem::postgresql_store({.connection = "host=127.0.0.1 sslmode=sometimes"}), std::invalid_argument);
     const std::string conninfo = idem::test::shared_postgres();
-    CHECK_THROWS_AS(idem::postgresql_store({.connection = conninfo, .pool_size = 0}), std::invalid_argument);
-    CHECK_THROWS_AS(idem::postgresql_store({.connection = conninfo, .lock_timeout = -1ms}), std::invalid_argument);
+    CHECK_THROWS_AS(idem::postgresql_store({.connection = conninfo, .pool_size = 0}), idem::options_error);
+    CHECK_THROWS_AS(idem::postgresql_store({.connection = conninfo, .lock_timeout = -1ms}), idem::options_error);
 
     // Nothing listens there: connection_lost (transient).
     const auto down = store_error_of(

@@ -169,7 +169,7 @@ TEST_CASE("redis: bad options are rejected at construction, naming the field") {
     auto rejected = [](const redis_options& options, std::string_view field) {
         try {
             redis_store store(options);
-        } catch (const std::invalid_argument& e) {
+        } catch (const idem::options_error& e) {
             CHECK_MESSAGE(std::string(e.what()).find(field) != std::string::npos, e.what());
             return true;
         }

@@ -308,16 +308,23 @@ TEST_CASE("sqlite store: bad paths and options give typed errors, not crashes") 
     CHECK_THROWS_AS(open(dir.path().string()), idem::store_error);  // a directory
     { std::ofstream((dir.path() / "garbage.db").string()) << std::string(4096, 'x'); }
     CHECK_THROWS_AS(open((dir.path() / "garbage.db").string()), idem::store_error);  // not a database
-    CHECK_THROWS_AS(open(""), std::invalid_argument);
-    CHECK_THROWS_AS(open(":memory:"), std::invalid_argument);
-    CHECK_THROWS_AS(open((dir.path() / "quote\".db").string()), std::invalid_argument);
+    CHECK_THROWS_AS(open(""), idem::options_error);
+    CHECK_THROWS_AS(open(":memory:"), idem::options_error);
+    CHECK_THROWS_AS(open((dir.path() / "quote\".db").string()), idem::options_error);
     CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(), .pool_size = 0}}),
-                    std::invalid_argument);
+                    idem::options_error);
     CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(), .time = nullptr}}),
-                    std::invalid_argument);
+                    idem::options_error);
     CHECK_THROWS_AS((idem::sqlite_store{{.path = (dir.path() / "a.db").string(),
                                          .connection = {.busy_timeout = std::chrono::milliseconds::max()}}}),
-                    std::invalid_argument);
+                    idem::options_error);
+    // Every problem is named at once.
+    try {
+        idem::sqlite_store store{{.path = "", .pool_size = 0, .time = nullptr}};
+        FAIL("accepted");
+    } catch (const idem::options_error& e) {
+        CHECK(e.problems().size() == 3);
+    }
     // A path with spaces is fine.
     idem::sqlite_store spaced{{.path = (dir.path() / "with some spaces.db").string(), .connection = fast}};
     CHECK(spaced.try_reserve(bank::transfer_key("x"), bank::fingerprint, 1min).status == reservation_status::reserved);

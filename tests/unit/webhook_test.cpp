@@ -287,14 +287,14 @@ TEST_CASE("webhook receiver: bad options are refused") {
     executor exec{store};
     const auto id = webhook::id_from_json("id", scope::global());
     CHECK_THROWS_AS(webhook::receiver(exec, {.provider = "", .scheme = {}, .secrets = {"s"}, .identify = id}),
-                    std::invalid_argument);
+                    options_error);
     CHECK_THROWS_AS(webhook::receiver(exec, {.provider = "p", .scheme = {}, .secrets = {}, .identify = id}),
-                    std::invalid_argument);
+                    options_error);
     CHECK_THROWS_AS(webhook::receiver(exec, {.provider = "p", .scheme = {}, .secrets = {"s", ""}, .identify = id}),
-                    std::invalid_argument);
+                    options_error);
     CHECK_THROWS_AS(webhook::receiver(exec, {.provider = "p", .scheme = {}, .secrets = {"s"}, .identify = {}}),
-                    std::invalid_argument);
+                    options_error);
     const webhook::timestamped_signature no_window{.tolerance = std::chrono::seconds(0)};
     CHECK_THROWS_AS(webhook::receiver(exec, {.provider = "p", .scheme = no_window, .secrets = {"s"}, .identify = id}),
-                    std::invalid_argument);
+                    options_error);
 }
