@@ -42,7 +42,10 @@ struct IDEM_LOCAL database::impl {
     std::shared_ptr<transactional_record_store> store;
     store_admin* admin;
     idem::executor exec;
-    detail::session_pool pool;
+    std::function<void(soci::session&)> open_session;
+    // PostgreSQL stores need READ COMMITTED; SQLite transactions are always serializable.
+    transaction_options session_options{.isolation = isolation_level::read_committed};
+    std::unique_ptr<detail::session_pool> pool;
 
     impl(database_url u, database_options o, opened_store s)
         : url(std::move(u)),
@@ -51,9 +54,8 @@ struct IDEM_LOCAL database::impl {
           admin(s.admin),
           exec(options.options ? idem::executor(executor::store_map{{"", store}}, options.options, options.telemetry)
                                : idem::executor(store, options.executor, options.telemetry)),
-          pool(std::move(s.open_session), options.pool_size, options.acquire_timeout,
-               // PostgreSQL stores need READ COMMITTED; SQLite transactions are always serializable.
-               transaction_options{.isolation = isolation_level::read_committed}) {}
+          open_session(std::move(s.open_session)),
+          pool(detail::make_session_pool(options.pool_size, options.acquire_timeout)) {}
 };
 
 namespace {
@@ -157,10 +159,10 @@ void database::run_unit(transaction_runner* on,
     for (int attempt = 1;; ++attempt) {
         detail::unit_run run;
         std::optional<detail::session_pool::lease> lease;
-        if (on == nullptr) lease.emplace(d.pool.borrow());
+        if (on == nullptr) lease.emplace(d.pool->acquire());
         transaction_runner* runner = on;
         try {
-            if (lease) runner = &lease->runner();
+            if (lease) runner = &detail::ready(**lease, d.open_session, d.session_options);
             const running_unit registered(&d, *runner);
             body(*runner, run);
             return;
@@ -176,7 +178,7 @@ void database::run_unit(transaction_runner* on,
             } catch (transaction_in_doubt&) {
                 throw;
             } catch (error& e) {
-                if (e.is_connection_lost() && lease) d.pool.connection_lost();
+                if (e.is_connection_lost() && lease) d.pool->invalidate();
                 if (in_doubt && run.committing)
                     std::throw_with_nested(transaction_in_doubt(
                         "idem: the answer to COMMIT was lost: the unit of work may or may not have committed"));

@@ -7,8 +7,8 @@
 #include <soci/session.h>
 
 #include "idem/postgresql_store.hpp"
+#include "internal/lending_pool.hpp"
 #include "postgresql_records.hpp"
-#include "sql/lending_pool.hpp"
 
 namespace idem::detail::pg {
 

@@ -9,7 +9,7 @@
 
 #include "idem/sqlite_store.hpp"
 #include "idem/transaction_runner.hpp"
-#include "sql/lending_pool.hpp"
+#include "internal/lending_pool.hpp"
 #include "sqlite_records.hpp"
 
 namespace idem::detail::sqlite {
