@@ -1,6 +1,7 @@
 #include "idem/http/client.hpp"
 
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -8,6 +9,7 @@
 #include <ctime>
 #include <random>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "idem/keys.hpp"
@@ -18,9 +20,30 @@ namespace {
 
 using std::chrono::milliseconds;
 
+// The media type of a Content-Type value, without parameters, in lower case.
+std::string media_type(std::string_view content_type) {
+    std::string type(content_type.substr(0, content_type.find(';')));
+    while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
+    for (char& c : type)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+    return type;
+}
+
+// The stable code of an application/problem+json body (RFC 9457; idem's layer
+// and the payments service name it "code"); empty for any other body.
+std::string problem_code(const response& r) {
+    if (media_type(r.header("Content-Type")) != "application/problem+json") return {};
+    const auto body = nlohmann::json::parse(r.body, nullptr, false);
+    if (!body.is_object()) return {};
+    const auto code = body.find("code");
+    return code != body.end() && code->is_string() ? code->get<std::string>() : std::string();
+}
+
+// The rules, with their reasons, are in the header (send).
 bool worth_retrying(const response& r) {
     if (r.header("Idempotent-Replayed") == "true") return false;  // the server's one true answer
-    return r.status == 408 || r.status == 409 || r.status == 425 || r.status == 429 || r.status >= 500;
+    if (r.status == 409) return !r.header("Retry-After").empty() || problem_code(r) == "Idempotency.InFlight";
+    return r.status == 408 || r.status == 425 || r.status == 429 || r.status >= 500;
 }
 
 // Retry-After (RFC 9110 section 10.2.3): delay-seconds or an IMF-fixdate.
