@@ -12,6 +12,7 @@
 #include <string_view>
 #include <thread>
 
+#include "idem/http/key_header.hpp"
 #include "idem/keys.hpp"
 #include "internal/crypto.hpp"
 
@@ -105,7 +106,7 @@ call_result send(httplib::Client& client, const outgoing_request& request, const
     wire.path = request.path;
     wire.body = request.body;
     for (const auto& [name, value] : request.headers) wire.headers.emplace(name, value);
-    wire.set_header(policy.header_name, request.key);
+    wire.set_header(policy.header_name, key_header_value(request.key));  // bare, or quoted where it must be
     if (!request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "PATCH")
         wire.set_header("Content-Type", request.content_type);
 
