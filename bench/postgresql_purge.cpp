@@ -84,6 +84,12 @@ public:
     std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) override {
         return inner_.inspect(digest, with_payload);
     }
+    std::vector<listed_record> recent(std::string_view name_space, std::size_t limit) override {
+        return inner_.recent(name_space, limit);
+    }
+    forget_result forget(std::span<const std::byte> digest, bool force) override {
+        return inner_.forget(digest, force);
+    }
     std::size_t count_expired(duration older_than) override { return inner_.count_expired(older_than); }
     std::size_t purge_batch(std::size_t limit, duration older_than) override {
         const auto start = steady::now();

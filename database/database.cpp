@@ -1,11 +1,10 @@
 #include "idem/database.hpp"
 
-#include <random>
-#include <thread>
 
 #include <soci/soci.h>
 
 #include "idem/store_registry.hpp"
+#include "internal/retry_schedule.hpp"
 #include "session_pool.hpp"
 #include "sql/soci_errors.hpp"
 
@@ -21,17 +20,6 @@ std::vector<std::string> problems_of(const database_options& o) {
     if (o.backoff < std::chrono::milliseconds(0) || o.backoff > std::chrono::minutes(1))
         problems.emplace_back("backoff must be between 0 and 1m");
     return problems;
-}
-
-// The wait before run `attempt` + 1: backoff doubled per run, capped, with jitter
-// in [half, full] so clients that collided once spread out.
-std::chrono::microseconds backoff_before(int attempt, std::chrono::milliseconds backoff) {
-    thread_local std::minstd_rand random{std::random_device{}()};
-    const auto full =
-        std::chrono::duration_cast<std::chrono::microseconds>(backoff) * (1LL << std::min(attempt - 1, 10));
-    if (full.count() <= 1) return full;
-    std::uniform_int_distribution<long long> pick(full.count() / 2, full.count());
-    return std::chrono::microseconds(pick(random));
 }
 
 }  // namespace
@@ -156,7 +144,10 @@ void database::run_unit(transaction_runner* on,
         body(*joined, run);
         return;
     }
-    for (int attempt = 1;; ++attempt) {
+    // Reruns after a transient conflict; the waits double up to 1024 times the first.
+    detail::retrying reruns(
+        {.attempts = d.options.attempts, .first = d.options.backoff, .ceiling = d.options.backoff * 1024});
+    for (;;) {
         detail::unit_run run;
         std::optional<detail::session_pool::lease> lease;
         if (on == nullptr) lease.emplace(d.pool->acquire());
@@ -172,7 +163,6 @@ void database::run_unit(transaction_runner* on,
             const bool in_doubt = runner != nullptr && runner->last_state() == transaction_state::in_doubt;
             // A transaction whose end is unknown may still be open on its connection: never lend it again.
             if (in_doubt && lease) lease->discard();
-            bool retry = false;
             try {
                 std::rethrow_exception(failure);
             } catch (transaction_in_doubt&) {
@@ -184,11 +174,10 @@ void database::run_unit(transaction_runner* on,
                         "idem: the answer to COMMIT was lost: the unit of work may or may not have committed"));
                 detail::error_access::mark_rolled_back(e);
                 // A borrowed session is the application's to reopen: a lost connection stays lost.
-                retry = e.is_transient() && attempt < d.options.attempts && (lease || !e.is_connection_lost());
-                if (!retry) throw;
+                const bool retry = e.is_transient() && (lease || !e.is_connection_lost());
+                if (!retry || !reruns.wait()) throw;
             }
             // Other exceptions (the work's own) propagated above, after the rollback.
-            std::this_thread::sleep_for(backoff_before(attempt, d.options.backoff));
         }
     }
 }

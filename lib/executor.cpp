@@ -248,7 +248,9 @@ private:
         }
     }
 
-    void release(const std::string& token, bool in_transaction) {
+    // `then`: what becomes of the key when a release outside the transaction fails.
+    void release(const std::string& token, bool in_transaction,
+                 std::string_view then = "it frees when its lease ends") {
         try {
             const bool done = in_transaction ? joined_->release(*tx_, key_, token) : store_.release(key_, token);
             if (!done)
@@ -257,14 +259,16 @@ private:
         } catch (const std::exception& e) {
             if (in_transaction) throw;
             log(log_level::error, "idem.release.failed",
-                std::string("the key could not be released; it frees when its lease ends: ") + e.what());
+                "the key could not be released; " + std::string(then) + ": " + e.what());
         }
     }
 
     // Observe in a transaction: free the detached reservation, then write the result in the
-    // business transaction behind a savepoint, so a failed write loses only the record.
+    // business transaction behind a savepoint, so a failed write loses only the record. A
+    // release that fails is logged (idem.release.failed) and leaves the reservation with this
+    // call's token, which the write below then completes all the same.
     void record_in_transaction(const std::string& token, const detail::produced& result) {
-        release(token, false);
+        release(token, false, "the result is written over the reservation in the transaction");
         try {
             const bool done = tx_->savepoint([&] {
                 return joined_->complete(*tx_, key_, token, fingerprint_, result.payload, retention_for(result.kind));

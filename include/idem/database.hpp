@@ -9,7 +9,7 @@
 //       uow.sql() << "UPDATE accounts SET balance = balance - :a WHERE id = :id", soci::use(amount), soci::use(from);
 //       return std::string("moved");
 //   });
-//   if (e.status() == idem::execution_status::replayed) ...  // ran before: the money moved once
+//   if (e.status() == idem::execution_status::replayed) return;  // ran before: the money moved once
 //
 // once() is the one way to put a record in a SQL transaction; the HTTP layer,
 // the webhook receiver and the inbox have database forms built on it, and an

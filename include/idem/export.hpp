@@ -4,9 +4,15 @@
 // class's private implementation, defined in a library source, inside its
 // library although the class is exported:
 //
-//   class IDEM_API executor { ... };                       // a class and its members
-//   [[nodiscard]] IDEM_API std::string key_hash_of(...);   // a function
-//   struct IDEM_LOCAL sqlite_store::impl { ... };          // in sqlite_store.cpp
+//   class IDEM_API ledger {                                // a class and its members
+//   public:
+//       void post(std::string_view entry);
+//   private:
+//       struct impl;
+//       std::unique_ptr<impl> impl_;
+//   };
+//   struct IDEM_LOCAL ledger::impl { std::string entries; };  // in ledger.cpp
+//   [[nodiscard]] IDEM_API std::string key_hash_of(std::string_view key);  // a function
 #pragma once
 
 #if defined(__GNUC__) || defined(__clang__)

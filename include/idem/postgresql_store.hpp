@@ -73,6 +73,11 @@ public:
     // several processes may migrate at once.
     std::vector<std::string> migrate() override;
     [[nodiscard]] std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) override;
+    [[nodiscard]] std::vector<listed_record> recent(std::string_view name_space, std::size_t limit) override;
+    // One DELETE that re-checks the row's state under its lock: a record it would
+    // delete that an open transaction holds locked is waited for (lock_timeout),
+    // then judged as that transaction left it.
+    [[nodiscard]] forget_result forget(std::span<const std::byte> digest, bool force) override;
     [[nodiscard]] std::size_t count_expired(duration older_than) override;
     // One statement: DELETE of rows picked FOR UPDATE SKIP LOCKED, so concurrent
     // purges never wait for each other and never delete a row twice.

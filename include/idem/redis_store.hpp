@@ -1,9 +1,8 @@
 // idem/redis_store.hpp: a record store on Redis, one key ledger shared by every instance.
 //
 // For side effects with no database transaction to join (a call to another
-// service, a webhook, a message to publish) and keys that live minutes to days.
-// Each operation is one Lua script on one key, so it is atomic and Redis Cluster
-// safe; leases and retention are Redis TTLs, so an expired entry is simply gone.
+// service, a webhook, a message to publish). Each operation is one Lua script
+// on one key (atomic, Redis Cluster safe); leases and retention are TTLs:
 //
 //   idem::redis_options options;
 //   options.host = "redis.internal";
@@ -11,14 +10,7 @@
 //   auto store = std::make_shared<idem::redis_store>(options);
 //   auto r = store->try_reserve(key, fingerprint, std::chrono::minutes(2));
 //
-// A store holds a small pool of connections that any number of threads share.
-// While the server is unreachable every call throws idem::store_error with
-// is_connection_lost(); broken connections are dropped and the next call
-// connects anew, so the store recovers by itself once the server is back.
-//
-// Redis Cluster: set options.cluster = true (host and port name any node). The
-// store loads the slot map, sends each key to the master owning its hash slot,
-// and follows MOVED and ASK while slots move or a replica takes over.
+// Connections, outages, Sentinel and Cluster: docs/redis.md.
 #pragma once
 
 #include <chrono>

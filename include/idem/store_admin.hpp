@@ -1,11 +1,14 @@
 // idem/store_admin.hpp: the operator's view of a SQL record store: schema,
-// purge job and a look at one record. The `idem` command drives it; a service
-// can too (e.g. a purge thread):
+// purge job, a look at one record or a namespace's latest, and deleting one
+// record by hand. The `idem` command drives it; a service can too (e.g. a purge
+// thread):
 //
 //   idem::store_admin& admin = store;  // sqlite_store, postgresql_store
 //   admin.migrate();
 //   while (admin.purge_batch(1000, std::chrono::hours(1)) > 0) {}  // expired for over an hour
 //   if (auto r = admin.inspect(key.digest(), false)) print(r->completed, r->expires_at);
+//   for (const idem::listed_record& l : admin.recent("payments.capture", 20)) print(l.key_hash, l.state.completed);
+//   if (admin.forget(key.digest(), false).outcome == idem::forget_outcome::refused_in_flight) ask_again();
 #pragma once
 
 #include <array>
@@ -13,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "idem/clock.hpp"
@@ -34,6 +38,26 @@ struct IDEM_API record_state {
     [[nodiscard]] bool expired() const noexcept { return expires_at <= now; }
 };
 
+// One row of store_admin::recent.
+struct IDEM_API listed_record {
+    std::array<std::byte, 16> key_hash{};  // the digest's first 16 bytes: the row's primary key
+    record_state state;                    // without the payload
+};
+
+enum class forget_outcome {
+    deleted,            // the record is gone; a request with its key runs anew
+    not_found,          // no record has that digest (nothing changed)
+    refused_in_flight,  // reserved and its lease not over: kept (nothing changed)
+};
+
+struct IDEM_API forget_result {
+    forget_outcome outcome = forget_outcome::not_found;
+    record_state record;  // the record deleted or kept, without the payload; empty when not_found
+};
+
+// recent() lists at most this many records.
+inline constexpr std::size_t max_recent_records = 1000;
+
 class IDEM_API store_admin {
 public:
     virtual ~store_admin() = default;
@@ -47,6 +71,23 @@ public:
     // record by those alone too (the primary key as a table shows it);
     // std::invalid_argument for any other length.
     [[nodiscard]] virtual std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) = 0;
+
+    // The `limit` (1 to max_recent_records) records of `name_space` written last,
+    // newest first (by created_at; a completion rewrites it), expired ones too.
+    // Rows are not indexed by namespace: this reads every row of the table
+    // once (docs/cli.md says what that costs). std::invalid_argument for a
+    // limit out of range or a namespace record_key would refuse.
+    [[nodiscard]] virtual std::vector<listed_record> recent(std::string_view name_space, std::size_t limit) = 0;
+
+    // Deletes the record whose digest (or its first 16 bytes, as for inspect) is
+    // `digest`: for a key that is stuck or was used by mistake. A completed or
+    // expired record is deleted; one in flight (reserved, its lease not over) is
+    // kept and reported unless `force`, since its request may still be running
+    // and a retry after the delete runs the operation a second time. The look and
+    // the delete are one step (a transaction, or one statement that re-checks
+    // the row under its lock): an expired record a retry takes over meanwhile is
+    // kept. std::invalid_argument for any other digest length.
+    [[nodiscard]] virtual forget_result forget(std::span<const std::byte> digest, bool force) = 0;
 
     // Rows expired at least `older_than` ago.
     [[nodiscard]] virtual std::size_t count_expired(duration older_than) = 0;

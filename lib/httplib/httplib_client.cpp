@@ -1,26 +1,49 @@
 #include "idem/http/client.hpp"
 
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <ctime>
-#include <random>
 #include <stdexcept>
-#include <thread>
+#include <string_view>
 
+#include "idem/http/key_header.hpp"
 #include "idem/keys.hpp"
 #include "internal/crypto.hpp"
+#include "internal/retry_schedule.hpp"
 
 namespace idem::http {
 namespace {
 
 using std::chrono::milliseconds;
 
+// The media type of a Content-Type value, without parameters, in lower case.
+std::string media_type(std::string_view content_type) {
+    std::string type(content_type.substr(0, content_type.find(';')));
+    while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
+    for (char& c : type)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+    return type;
+}
+
+// The stable code of an application/problem+json body (RFC 9457; idem's layer
+// and the payments service name it "code"); empty for any other body.
+std::string problem_code(const response& r) {
+    if (media_type(r.header("Content-Type")) != "application/problem+json") return {};
+    const auto body = nlohmann::json::parse(r.body, nullptr, false);
+    if (!body.is_object()) return {};
+    const auto code = body.find("code");
+    return code != body.end() && code->is_string() ? code->get<std::string>() : std::string();
+}
+
+// The rules, with their reasons, are in the header (send).
 bool worth_retrying(const response& r) {
     if (r.header("Idempotent-Replayed") == "true") return false;  // the server's one true answer
-    return r.status == 408 || r.status == 409 || r.status == 425 || r.status == 429 || r.status >= 500;
+    if (r.status == 409) return !r.header("Retry-After").empty() || problem_code(r) == "Idempotency.InFlight";
+    return r.status == 408 || r.status == 425 || r.status == 429 || r.status >= 500;
 }
 
 // Retry-After (RFC 9110 section 10.2.3): delay-seconds or an IMF-fixdate.
@@ -35,16 +58,6 @@ std::optional<milliseconds> retry_after(const response& r) {
     if (strptime(text.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &when) == nullptr) return std::nullopt;
     const auto at = std::chrono::system_clock::from_time_t(timegm(&when));
     return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(at - std::chrono::system_clock::now()));
-}
-
-// Exponential, with the upper half jittered so that many clients do not retry in step.
-milliseconds backoff(const retry_policy& policy, int attempt) {
-    thread_local std::mt19937_64 random{std::random_device{}()};
-    milliseconds ceiling = policy.first_backoff;
-    for (int i = 1; i < attempt && ceiling < policy.max_backoff; ++i) ceiling *= 2;
-    ceiling = std::min(ceiling, policy.max_backoff);
-    std::uniform_int_distribution<long long> jitter(0, ceiling.count() / 2);
-    return milliseconds(ceiling.count() - ceiling.count() / 2 + jitter(random));
 }
 
 response received(const httplib::Response& res) {
@@ -82,15 +95,18 @@ call_result send(httplib::Client& client, const outgoing_request& request, const
     wire.path = request.path;
     wire.body = request.body;
     for (const auto& [name, value] : request.headers) wire.headers.emplace(name, value);
-    wire.set_header(policy.header_name, request.key);
+    wire.set_header(policy.header_name, key_header_value(request.key));  // bare, or quoted where it must be
     if (!request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "PATCH")
         wire.set_header("Content-Type", request.content_type);
 
-    const auto started = std::chrono::steady_clock::now();
+    detail::retrying retry({.attempts = policy.max_attempts,
+                            .first = policy.first_backoff,
+                            .ceiling = policy.max_backoff,
+                            .budget = policy.budget});
     call_result result{call_status::gave_up, std::nullopt, {}, 0, request.key};
     while (true) {
-        ++result.attempts;
-        std::optional<milliseconds> asked;
+        result.attempts = retry.attempt();
+        milliseconds asked{0};
         if (httplib::Result res = client.send(wire)) {
             result.answer = received(*res);
             result.error.clear();
@@ -98,15 +114,11 @@ call_result send(httplib::Client& client, const outgoing_request& request, const
                 result.status = call_status::answered;
                 return result;
             }
-            asked = retry_after(*result.answer);
+            if (const auto after = retry_after(*result.answer)) asked = std::min(*after, policy.max_retry_after);
         } else {
             result.error = httplib::to_string(res.error());
         }
-        if (result.attempts >= policy.max_attempts) return result;
-        milliseconds wait = backoff(policy, result.attempts);
-        if (asked) wait = std::max(wait, std::min(*asked, policy.max_retry_after));
-        if (std::chrono::steady_clock::now() + wait - started > policy.budget) return result;
-        std::this_thread::sleep_for(wait);
+        if (!retry.wait(asked)) return result;
     }
 }
 

@@ -9,6 +9,11 @@
 #include <cstddef>
 #include <span>
 #include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "idem/record_key.hpp"
+#include "idem/store_admin.hpp"
 
 namespace idem::detail {
 
@@ -28,6 +33,15 @@ using record_id_type = std::array<std::byte, record_id_bytes>;
     record_id_type id;
     std::copy_n(digest_or_id.begin(), record_id_bytes, id.begin());
     return id;
+}
+
+// What store_admin::recent takes: std::invalid_argument for a limit outside 1 to
+// max_recent_records, or a namespace no record_key could have.
+inline void check_recent_arguments(std::string_view name_space, std::size_t limit) {
+    if (limit == 0 || limit > max_recent_records)
+        throw std::invalid_argument("idem: list 1 to " + std::to_string(max_recent_records) + " recent records, not " +
+                                    std::to_string(limit));
+    (void)record_key(name_space, "any");  // the namespace's own checks, with their messages
 }
 
 }  // namespace idem::detail

@@ -1,7 +1,10 @@
 #include "postgresql_records.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
+
+#include "internal/crypto.hpp"
 
 namespace idem::detail::pg {
 namespace {
@@ -148,6 +151,26 @@ SELECT completed, created_at, expires_at, clock_timestamp(), namespace,
        coalesce(octet_length(payload), 0)::bigint, CASE WHEN $2 THEN payload END
 FROM idem_records WHERE key_hash = $1)",
                                       inspect_types, "inspecting a record"};
+
+// No index covers namespace: a sequential scan of the table, keeping the
+// newest $2 rows as it goes (a top-N sort). The clock is read once (an InitPlan).
+constexpr Oid recent_types[] = {bytea_oid, int8_oid};
+constexpr statement_text recent_text{R"(
+SELECT key_hash, completed, created_at, expires_at, (SELECT clock_timestamp()),
+       coalesce(octet_length(payload), 0)::bigint
+FROM idem_records WHERE namespace = convert_from($1, 'UTF8')
+ORDER BY created_at DESC, key_hash LIMIT $2)",
+                                     recent_types, "listing recent records"};
+
+// Deletes the row unless it is in flight ($2: force); the condition is checked
+// on the row's latest version, under its lock, so a row reserved meanwhile is
+// kept. Answers the row deleted, in the columns of inspect_text.
+constexpr Oid forget_types[] = {bytea_oid, bool_oid};
+constexpr statement_text forget_text{R"(
+DELETE FROM idem_records
+WHERE key_hash = $1 AND (completed OR expires_at <= clock_timestamp() OR $2)
+RETURNING completed, created_at, expires_at, clock_timestamp(), namespace, coalesce(octet_length(payload), 0)::bigint)",
+                                     forget_types, "deleting a record"};
 
 // The threshold is read once (an InitPlan): clock_timestamp() itself is
 // volatile. Counting reads the expired rows' entries of the expires_at index.
@@ -356,6 +379,8 @@ record_statements::record_statements(PGconn* conn, bool named)
       complete_at_commit_{&complete_at_commit_text, name("complete_at_commit")},
       release_{&release_text, name("release")},
       inspect_{&inspect_text, name("inspect")},
+      recent_{&recent_text, name("recent")},
+      forget_{&forget_text, name("forget")},
       count_expired_{&count_expired_text, name("count_expired")},
       purge_{&purge_text, name("purge")} {}
 
@@ -496,6 +521,51 @@ std::optional<record_state> record_statements::inspect(const record_id_type& id,
     inspect_.queue(p, values);
     p.run();
     return inspected(p.last(), with_payload);
+}
+
+std::vector<listed_record> record_statements::recent(std::string_view name_space, std::size_t limit) {
+    std::string scratch;
+    parameters values;
+    values.bytes(readable(name_space, scratch)).int8(static_cast<std::int64_t>(limit));
+    pipeline p(conn_);
+    recent_.queue(p, values);
+    p.run();
+    const result& r = p.last();
+    std::vector<listed_record> out;
+    for (int row = 0; row < r.rows(); ++row) {
+        const std::string_view hash = r.bytes(row, 0);
+        if (hash.size() != record_id_bytes)
+            throw store_error(store_failure::corrupt_record,
+                              "idem: a record of this namespace is corrupt: its key_hash is not 16 bytes");
+        listed_record l;
+        std::memcpy(l.key_hash.data(), hash.data(), record_id_bytes);
+        l.state.completed = r.boolean(row, 1);
+        l.state.created_at = r.timestamp(row, 2);
+        l.state.expires_at = r.timestamp(row, 3);
+        l.state.now = r.timestamp(row, 4);
+        l.state.name_space = std::string(name_space);
+        l.state.payload_bytes = static_cast<std::size_t>(r.int8(row, 5));
+        out.push_back(std::move(l));
+    }
+    return out;
+}
+
+forget_result record_statements::forget(const record_id_type& id, bool force) {
+    parameters values;
+    values.bytes(id).boolean(force);
+    // Nothing deleted: the row is absent, or in flight. Between the DELETE and the
+    // look that tells which, it may have completed or expired: then delete again.
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        pipeline p(conn_);
+        forget_.queue(p, values);
+        p.run();
+        if (auto deleted = inspected(p.last(), false)) return {forget_outcome::deleted, std::move(*deleted)};
+        std::optional<record_state> kept = inspect(id, false);
+        if (!kept) return {forget_outcome::not_found, {}};
+        if (!kept->completed && !kept->expired()) return {forget_outcome::refused_in_flight, std::move(*kept)};
+    }
+    throw store_error(store_failure::conflict,
+                      "idem: deleting the record " + hex(std::span(id).first(8)) + " failed: it kept changing");
 }
 
 std::size_t record_statements::count_expired(duration older_than) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "idem/record_store.hpp"
 #include "idem/store_admin.hpp"
@@ -65,6 +66,8 @@ public:
     [[nodiscard]] bool reserved_in(std::uint64_t serial, const record_key& key, std::string_view token) const noexcept;
 
     [[nodiscard]] std::optional<record_state> inspect(const record_id_type& id, bool with_payload);
+    [[nodiscard]] std::vector<listed_record> recent(std::string_view name_space, std::size_t limit);
+    [[nodiscard]] forget_result forget(const record_id_type& id, bool force);
     [[nodiscard]] std::size_t count_expired(duration older_than);
     // Deletes up to `limit` rows expired at least `older_than` ago; returns how many.
     [[nodiscard]] std::size_t purge(std::size_t limit, duration older_than);
@@ -85,7 +88,7 @@ private:
     int backend_pid_;
     std::string prefix_;
     prepared_statement reserve_, reserve_in_, lookup_, look_up_, insert_, complete_, complete_at_commit_, release_,
-        inspect_, count_expired_, purge_;
+        inspect_, recent_, forget_, count_expired_, purge_;
     // The last reservation made in a runner's transaction on this connection.
     std::uint64_t reserved_serial_ = 0;
     std::array<std::byte, 32> reserved_digest_{};

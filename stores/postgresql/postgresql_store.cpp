@@ -100,6 +100,16 @@ std::optional<record_state> postgresql_store::inspect(std::span<const std::byte>
     return impl_->detached([&](pg::record_statements& s) { return s.inspect(id, with_payload); });
 }
 
+std::vector<listed_record> postgresql_store::recent(std::string_view name_space, std::size_t limit) {
+    detail::check_recent_arguments(name_space, limit);
+    return impl_->detached([&](pg::record_statements& s) { return s.recent(name_space, limit); });
+}
+
+forget_result postgresql_store::forget(std::span<const std::byte> digest, bool force) {
+    const detail::record_id_type id = detail::record_id_of(digest);
+    return impl_->detached([&](pg::record_statements& s) { return s.forget(id, force); });
+}
+
 std::size_t postgresql_store::count_expired(duration older_than) {
     check_older_than(older_than);
     return impl_->detached([&](pg::record_statements& s) { return s.count_expired(older_than); });

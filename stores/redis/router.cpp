@@ -4,6 +4,8 @@
 #include <optional>
 #include <thread>
 
+#include "internal/retry_schedule.hpp"
+
 namespace idem::redis_detail {
 namespace {
 
@@ -37,30 +39,6 @@ reply send_script(connection& c, std::span<std::string_view> args, const script&
     if (r->type == REDIS_REPLY_ERROR && error_code(*r) == "READONLY") c.discard();
     return r;
 }
-
-// Waits a little longer each time, within the call's deadline (none when unbounded).
-class backoff {
-public:
-    explicit backoff(std::chrono::milliseconds budget)
-        : bounded_(budget.count() > 0), deadline_(clock::now() + budget) {}
-    // False, without waiting, once the deadline has passed; the last wait ends at it.
-    [[nodiscard]] bool wait() {
-        auto pause = std::chrono::duration_cast<clock::duration>(step_);
-        if (bounded_) {
-            const auto left = deadline_ - clock::now();
-            if (left <= clock::duration::zero()) return false;
-            pause = std::min(pause, left);
-        }
-        std::this_thread::sleep_for(pause);
-        step_ = std::min(step_ * 2, std::chrono::milliseconds(200));
-        return true;
-    }
-
-private:
-    bool bounded_;
-    clock::time_point deadline_;
-    std::chrono::milliseconds step_{5};
-};
 
 redis_options options_for(const redis_options& options, const node_address& address) {
     redis_options o = options;
@@ -97,7 +75,10 @@ reply router::run(const script& s, std::string_view key, std::span<const std::st
 }
 
 reply router::run_clustered(std::span<std::string_view> args, const script& s, std::uint16_t slot) {
-    backoff retry(options_.command_timeout);
+    // While a replica takes over: short waits, within the call's deadline (none when unbounded).
+    detail::retrying retry({.first = std::chrono::milliseconds(5),
+                            .ceiling = std::chrono::milliseconds(200),
+                            .budget = options_.command_timeout});
     node* ask_to = nullptr;
     int redirects = 0;
     for (;;) {

@@ -1,6 +1,7 @@
 #include "sqlite_admin.hpp"
 
 #include <chrono>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,9 +15,18 @@ namespace {
 // The payload column is read only when asked for; its size comes from the
 // record header either way.
 constexpr std::string_view inspect_sql = R"(
-SELECT state, namespace, updated_at, expires_at, length(payload), CASE WHEN ?2 THEN payload END,
-       typeof(payload) = 'blob'
+SELECT state, updated_at, expires_at, length(payload), typeof(payload) = 'blob', namespace,
+       CASE WHEN ?2 THEN payload END
 FROM idem_records WHERE key_hash = ?1)";
+
+// No index covers namespace: a scan of the whole table, keeping the newest
+// `limit` rows as it goes (SQLite's sorter with a LIMIT keeps only that many).
+constexpr std::string_view recent_sql = R"(
+SELECT key_hash, state, updated_at, expires_at, length(payload), typeof(payload) = 'blob'
+FROM idem_records WHERE namespace = ?1 ORDER BY updated_at DESC, key_hash LIMIT ?2)";
+
+constexpr std::string_view delete_sql = R"(
+DELETE FROM idem_records WHERE key_hash = ?1)";
 
 constexpr std::string_view count_sql = R"(
 SELECT count(*) FROM idem_records WHERE expires_at <= ?1)";
@@ -26,35 +36,75 @@ time_point at(std::int64_t milliseconds) {
     return detail::saturating_time(std::chrono::milliseconds(milliseconds));
 }
 
-}  // namespace
-
-admin_statements::admin_statements(database* db)
-    : inspect_(db, inspect_sql, "inspecting a record"), count_(db, count_sql, "counting expired records") {}
-
-std::optional<record_state> admin_statements::inspect(const record_id_type& id, bool with_payload, std::int64_t now) {
-    statement_use s(inspect_);
-    s->bind(1, id);
-    s->bind(2, std::int64_t{with_payload ? 1 : 0});
-    if (!s->step()) return std::nullopt;
-    const auto state = s->column_int(0);
-    const auto updated_at = s->column_int(2);
-    const auto expires_at = s->column_int(3);
-    const auto payload_bytes = s->column_int(4);  // NULL while in flight
+// The state of the row `s` stands on, its columns (state, updated_at,
+// expires_at, length(payload), typeof(payload) = 'blob') from `first`; `id`
+// names a corrupt one.
+record_state state_of(statement_use& s, int first, std::span<const std::byte> id, std::int64_t now) {
+    const auto state = s->column_int(first);
+    const auto updated_at = s->column_int(first + 1);
+    const auto expires_at = s->column_int(first + 2);
+    const auto payload_bytes = s->column_int(first + 3);  // NULL while in flight
     // A completed record's payload is a blob, as the store itself requires when it replays one.
-    const bool payload_is_blob = s->column_int(6).value_or(0) == 1;
+    const bool payload_is_blob = s->column_int(first + 4).value_or(0) == 1;
     // A corrupt row is named by the key hash logs print: the digest's first 8 bytes.
     if (!state || (*state != 0 && *state != 1) || !updated_at || !expires_at || (*state == 1 && !payload_is_blob))
-        throw store_error(store_failure::corrupt_record, "idem: the record " + hex(std::span(id).first(8)) +
+        throw store_error(store_failure::corrupt_record, "idem: the record " + hex(id.first(8)) +
                                                              " is corrupt: it does not have the shape idem writes");
     record_state r;
     r.completed = *state == 1;
     r.created_at = at(*updated_at);
     r.expires_at = at(*expires_at);
     r.now = at(now);
-    r.name_space = std::string(s->column_text(1).value_or(""));
     r.payload_bytes = static_cast<std::size_t>(payload_bytes.value_or(0));
-    if (const auto payload = s->column_blob(5)) r.payload = std::string(*payload);
     return r;
+}
+
+}  // namespace
+
+admin_statements::admin_statements(database* db)
+    : inspect_(db, inspect_sql, "inspecting a record"),
+      recent_(db, recent_sql, "listing recent records"),
+      delete_(db, delete_sql, "deleting a record"),
+      count_(db, count_sql, "counting expired records") {}
+
+std::optional<record_state> admin_statements::inspect(const record_id_type& id, bool with_payload, std::int64_t now) {
+    statement_use s(inspect_);
+    s->bind(1, id);
+    s->bind(2, std::int64_t{with_payload ? 1 : 0});
+    if (!s->step()) return std::nullopt;
+    record_state r = state_of(s, 0, id, now);
+    r.name_space = std::string(s->column_text(5).value_or(""));
+    if (const auto payload = s->column_blob(6)) r.payload = std::string(*payload);
+    return r;
+}
+
+std::vector<listed_record> admin_statements::recent(std::string_view name_space, std::size_t limit, std::int64_t now) {
+    statement_use s(recent_);
+    s->bind_text(1, name_space);
+    s->bind(2, static_cast<std::int64_t>(limit));
+    std::vector<listed_record> out;
+    while (s->step()) {
+        const auto hash = s->column_blob(0);
+        if (!hash || hash->size() != record_id_bytes)
+            throw store_error(store_failure::corrupt_record,
+                              "idem: a record of this namespace is corrupt: its key_hash is not 16 bytes");
+        listed_record l;
+        std::memcpy(l.key_hash.data(), hash->data(), record_id_bytes);
+        l.state = state_of(s, 1, l.key_hash, now);
+        l.state.name_space = std::string(name_space);
+        out.push_back(std::move(l));
+    }
+    return out;
+}
+
+forget_result admin_statements::forget(const record_id_type& id, bool force, std::int64_t now) {
+    std::optional<record_state> found = inspect(id, false, now);
+    if (!found) return {forget_outcome::not_found, {}};
+    if (!found->completed && !found->expired() && !force) return {forget_outcome::refused_in_flight, *found};
+    statement_use s(delete_);
+    s->bind(1, id);
+    (void)s->step();
+    return {forget_outcome::deleted, *found};
 }
 
 std::size_t admin_statements::count_expired(std::int64_t cutoff) {

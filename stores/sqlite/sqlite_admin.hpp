@@ -1,12 +1,15 @@
 // The operator's statements on one SQLite connection (store_admin): look at a
-// record, count expired rows. Prepared on a connection's first admin call only,
-// so connections that never serve one pay nothing.
+// record or a namespace's latest, delete one, count expired rows. Prepared on a
+// connection's first admin call only, so connections that never serve one pay
+// nothing.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 #include "idem/store_admin.hpp"
 #include "sql/record_id.hpp"
@@ -22,11 +25,19 @@ public:
 
     // The row of `id`, expired or not; `now` in milliseconds since the epoch.
     [[nodiscard]] std::optional<record_state> inspect(const record_id_type& id, bool with_payload, std::int64_t now);
+    // The `limit` rows of `name_space` written last, newest first.
+    [[nodiscard]] std::vector<listed_record> recent(std::string_view name_space, std::size_t limit, std::int64_t now);
+    // Deletes the row of `id` unless it is in flight and `force` is not set; in
+    // the caller's transaction, which holds the write lock, so nothing changes
+    // between the look and the delete.
+    [[nodiscard]] forget_result forget(const record_id_type& id, bool force, std::int64_t now);
     // Rows with expires_at <= cutoff.
     [[nodiscard]] std::size_t count_expired(std::int64_t cutoff);
 
 private:
     statement inspect_;
+    statement recent_;
+    statement delete_;
     statement count_;
 };
 

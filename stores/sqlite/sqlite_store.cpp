@@ -178,6 +178,17 @@ std::optional<record_state> sqlite_store::inspect(std::span<const std::byte> dig
         [&](unit_of_work& tx) { return impl_->admin(tx).inspect(id, with_payload, impl_->now()); });
 }
 
+std::vector<listed_record> sqlite_store::recent(std::string_view name_space, std::size_t limit) {
+    detail::check_recent_arguments(name_space, limit);
+    return impl_->detached_tx(
+        [&](unit_of_work& tx) { return impl_->admin(tx).recent(name_space, limit, impl_->now()); });
+}
+
+forget_result sqlite_store::forget(std::span<const std::byte> digest, bool force) {
+    const detail::record_id_type id = detail::record_id_of(digest);
+    return impl_->detached_tx([&](unit_of_work& tx) { return impl_->admin(tx).forget(id, force, impl_->now()); });
+}
+
 std::size_t sqlite_store::count_expired(duration older_than) {
     const std::int64_t cutoff = impl_->cutoff(older_than);
     return impl_->detached_tx([&](unit_of_work& tx) { return impl_->admin(tx).count_expired(cutoff); });

@@ -1,9 +1,10 @@
-// `idem migrate` and `idem inspect` as processes on real SQLite files; --db
-// forms; bad input changes nothing; databases that cannot be opened.
+// `idem migrate`, `idem inspect` and `idem forget` as processes on real SQLite
+// files; --db forms; bad input changes nothing; databases that cannot be opened.
 #include <doctest/doctest.h>
 
 #include <soci/soci.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "cli_support.hpp"
@@ -343,5 +344,169 @@ TEST_CASE("a missing SQLite file: purge and inspect say how to create it") {
         CHECK(r.exit_code == 1);
         CHECK(r.err == "idem: no SQLite database at " + w.db + ": check --db, or create it with `idem migrate --db " +
                            w.db + "`\n");
+    }
+}
+
+TEST_CASE("forget deletes a completed record and says what it deleted; its key then runs anew") {
+    workspace w;
+    w.migrate();
+    seed(w.db, "paid", 2, record_kind::completed, sys::now(), 1h);
+    const auto k = key_of("paid", 0);
+    auto r = w.idem({"forget", "--db", w.db, "--namespace", "cli", "--tenant", "acme", "--key", "paid-0"});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK(contains(r.out, "deleted the record with key hash " + k.key_hash() + " (digest " + digest_hex(k) +
+                              "): namespace cli, completed, written "));
+    CHECK(!contains(r.out, "paid-0"));  // named by its hashes only
+    CHECK(!contains(r.out, "acme"));
+    CHECK(w.rows(named("paid", 1)) == 0);
+    CHECK(w.rows() == 1);  // the other record stays
+    {
+        idem::sqlite_store store{{.path = w.db, .migrate_on_open = false}};
+        CHECK(store.try_reserve(k, "fp", 1min).status == idem::reservation_status::reserved);
+    }
+
+    // By the SQL key_hash, as a table shows it; then it is gone: exit 3, nothing deleted.
+    const auto other = key_of("paid", 1);
+    r = w.idem({"forget", "--db", w.db, "--key-hash", idem::test::record_id_hex(other)});
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "deleted the record with key hash " + other.key_hash() + " (SQL key_hash " +
+                              idem::test::record_id_hex(other) + ")"));
+    r = w.idem({"forget", "--db", w.db, "--key-hash", digest_hex(other)});
+    CHECK(r.exit_code == 3);
+    CHECK(r.out.empty());
+    CHECK(contains(r.err, "no record with key hash " + other.key_hash()));
+    CHECK(contains(r.err, "nothing was deleted"));
+    CHECK(w.rows() == 1);
+}
+
+TEST_CASE("forget keeps a record in flight (exit 4) unless --force; an expired one goes without") {
+    workspace w;
+    w.migrate();
+    seed(w.db, "busy", 1, record_kind::in_flight, sys::now(), 10min);
+    seed(w.db, "stale", 1, record_kind::in_flight, sys::now() - 2h, 1min);
+    const auto busy = key_of("busy", 0);
+    auto r = w.idem({"forget", "--db", w.db, "--key-hash", digest_hex(busy)});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 4);
+    CHECK(r.out.empty());
+    CHECK(contains(r.err, "is in flight (lease left 9m "));
+    CHECK(contains(r.err, "Nothing was deleted"));
+    CHECK(contains(r.err, "--force"));
+    CHECK(w.rows(named("busy", 1)) == 1);
+
+    r = w.idem({"forget", "--db", w.db, "--key-hash", idem::test::record_id_hex(busy), "--force"});
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "key hash " + busy.key_hash()));
+    CHECK(contains(r.out, ": namespace cli, in flight, written "));
+    CHECK(contains(r.out, " (--force)\n"));
+    CHECK(w.rows(named("busy", 1)) == 0);
+
+    r = w.idem({"forget", "--db", w.db, "--namespace", "cli", "--tenant", "acme", "--key", "stale-0"});
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, ": namespace cli, expired (was in flight), written "));
+    CHECK(!contains(r.out, "--force"));
+    CHECK(w.rows() == 0);
+}
+
+TEST_CASE("forget: bad key hashes, half-named records and a missing database change nothing") {
+    workspace w;
+    w.migrate();
+    seed(w.db, "here", 1, record_kind::completed, sys::now(), 1h);
+    const auto k = key_of("here", 0);
+    const std::string full = digest_hex(k);
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"--key-hash", k.key_hash()},  // the 16 characters logs print
+             {"--key-hash", full.substr(0, 63)},
+             {"--key-hash", full.substr(0, 31)},
+             {"--key-hash", full + "0"},
+             {"--key-hash", full.substr(0, 63) + "g"},
+             {"--key-hash", ""},
+             {},
+             {"--force"},
+             {"--key-hash", full, "--namespace", "cli", "--key", "here-0", "--tenant", "acme"},
+             {"--namespace", "cli", "--tenant", "acme"},
+             {"--namespace", "cli", "--key", "here-0"},
+             {"--namespace", "cli", "--tenant", "acme", "--user", "u", "--key", "here-0"},
+             {"--key-hash", full, "--global"},
+             {"--key-hash", full, "--force", "extra"},
+         }) {
+        std::vector<std::string> all{"forget", "--db", w.db};
+        all.insert(all.end(), args.begin(), args.end());
+        const auto r = w.idem(all);
+        CAPTURE(r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+    }
+    CHECK(w.rows() == 1);
+
+    const auto missing = (w.dir.path() / "missing.db").string();
+    const auto r = w.idem({"forget", "--db", missing, "--key-hash", full});
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "no SQLite database"));
+    CHECK(!std::filesystem::exists(missing));
+    CHECK(w.idem({"forget", "--db", "mysql://x", "--key-hash", full}).exit_code == 2);
+    CHECK(w.rows() == 1);
+}
+
+TEST_CASE("inspect --recent lists a namespace's records written last, newest first, never a key") {
+    workspace w;
+    w.migrate();
+    seed(w.db, "old", 1, record_kind::completed, sys::now() - 3h, 1h);  // expired 2h ago
+    seed(w.db, "mid", 1, record_kind::in_flight, sys::now() - 2min, 10min);
+    seed(w.db, "new", 1, record_kind::completed, sys::now() - 1min, 1h);
+    {
+        idem::sqlite_store store{{.path = w.db, .migrate_on_open = false}};
+        REQUIRE(store.try_reserve(idem::record_key("elsewhere", "x"), "fp", 1min).status ==
+                idem::reservation_status::reserved);
+    }
+    const auto line_of = [](const std::string& prefix) {
+        const auto k = key_of(prefix, 0);
+        const auto padded = [](std::string text, std::size_t width) { return text.append(width - text.size(), ' '); };
+        return padded(k.key_hash(), 18) + padded(idem::test::record_id_hex(k), 34);
+    };
+    auto r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--recent", "2"});
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::vector<std::string> lines;
+    for (std::size_t at = 0, end; (end = r.out.find('\n', at)) != std::string::npos; at = end + 1)
+        lines.push_back(r.out.substr(at, end - at));
+    REQUIRE(lines.size() == 3);
+    CHECK(lines[0].starts_with("key hash          SQL key_hash                      state"));
+    CHECK(lines[1].starts_with(line_of("new") + "completed"));
+    CHECK(lines[1].ends_with(std::to_string(payload_of("new", 0).size()) + " bytes"));
+    CHECK(lines[2].starts_with(line_of("mid") + "in flight"));
+    CHECK(lines[2].ends_with("-"));
+    CHECK(!contains(r.out, "new-0"));
+    CHECK(!contains(r.out, "acme"));
+
+    r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--recent", "1000"});
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, line_of("old") + "expired (was completed)"));
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 4);
+
+    r = w.idem({"inspect", "--db", w.db, "--namespace", "nothing-here", "--recent", "5"});
+    CHECK(r.exit_code == 3);
+    CHECK(r.out.empty());
+    CHECK(contains(r.err, "no record in namespace nothing-here"));
+
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"--namespace", "cli", "--recent", "0"},
+             {"--namespace", "cli", "--recent", "1001"},
+             {"--namespace", "cli", "--recent", "-1"},
+             {"--namespace", "cli", "--recent", "many"},
+             {"--recent", "5"},
+             {"--namespace", "cli", "--recent", "5", "--tenant", "acme"},
+             {"--namespace", "cli", "--recent", "5", "--key", "new-0"},
+             {"--namespace", "cli", "--recent", "5", "--payload"},
+             {"--key-hash", digest_hex(key_of("new", 0)), "--recent", "5"},
+         }) {
+        std::vector<std::string> all{"inspect", "--db", w.db};
+        all.insert(all.end(), args.begin(), args.end());
+        r = w.idem(all);
+        CAPTURE(r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
     }
 }

@@ -4,9 +4,11 @@
 #include <libpq-fe.h>
 
 #include <unistd.h>
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "cli_support.hpp"
 #include "idem/postgresql_store.hpp"
@@ -160,6 +162,80 @@ TEST_CASE("postgresql: inspect in flight, completed (payload only with --payload
 
     r = w.idem({"inspect", "--db", db.uri, "--key-hash", digest_hex(key_of("pg", 2))});
     CHECK(r.exit_code == 3);
+}
+
+TEST_CASE("postgresql: forget a completed, an in-flight (only with --force) and an absent record") {
+    workspace w;
+    pg_database db;
+    w.migrate(db.uri);
+    {
+        idem::postgresql_store store{{.connection = db.uri, .migrate_on_open = false}};
+        const auto done = store.try_reserve(key_of("pg", 0), "fp", 1min);
+        REQUIRE(store.complete(key_of("pg", 0), done.token, "fp", "receipt", 24h));
+        REQUIRE(store.try_reserve(key_of("pg", 1), "fp", 10min).status == idem::reservation_status::reserved);
+    }
+    auto r = w.idem({"forget", "--db", db.uri, "--namespace", "cli", "--tenant", "acme", "--key", "pg-0"});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "deleted the record with key hash " + key_of("pg", 0).key_hash() + " (digest " +
+                              digest_hex(key_of("pg", 0)) + "): namespace cli, completed, written "));
+    CHECK(db.rows() == 1);
+
+    const std::string in_flight = idem::test::record_id_hex(key_of("pg", 1));
+    r = w.idem({"forget", "--db", db.uri, "--key-hash", in_flight});
+    CHECK(r.exit_code == 4);
+    CHECK(r.out.empty());
+    CHECK(contains(r.err, "is in flight (lease left 9m "));
+    CHECK(db.rows() == 1);
+    for (const auto& bad : std::vector<std::vector<std::string>>{
+             {"--key-hash", in_flight.substr(1)}, {"--key-hash", in_flight, "--global"}, {"--force"}}) {
+        std::vector<std::string> all{"forget", "--db", db.uri};
+        all.insert(all.end(), bad.begin(), bad.end());
+        CHECK(w.idem(all).exit_code == 2);
+    }
+    CHECK(db.rows() == 1);
+    r = w.idem({"forget", "--db", db.uri, "--key-hash", digest_hex(key_of("pg", 1)), "--force"});
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, ": namespace cli, in flight, written "));
+    CHECK(contains(r.out, "(--force)"));
+    CHECK(db.rows() == 0);
+    r = w.idem({"forget", "--db", db.uri, "--key-hash", digest_hex(key_of("pg", 1))});
+    CHECK(r.exit_code == 3);
+    CHECK(contains(r.err, "nothing was deleted"));
+}
+
+TEST_CASE("postgresql: inspect --recent lists a namespace newest first, expired records too") {
+    workspace w;
+    pg_database db;
+    w.migrate(db.uri);
+    {
+        idem::postgresql_store store{{.connection = db.uri, .migrate_on_open = false}};
+        for (int n = 0; n < 4; ++n) {
+            const auto r = store.try_reserve(key_of("pg", n), "fp", 10min);
+            REQUIRE(r.status == idem::reservation_status::reserved);
+            if (n % 2 == 0) REQUIRE(store.complete(key_of("pg", n), r.token, "fp", "receipt", 24h));
+            std::this_thread::sleep_for(5ms);
+        }
+        REQUIRE(store.try_reserve(idem::record_key("elsewhere", "x"), "fp", 1min).status ==
+                idem::reservation_status::reserved);
+    }
+    execute(db.uri, "UPDATE idem_records SET expires_at = clock_timestamp() - interval '1 hour' WHERE key_hash = '\\x" +
+                        idem::test::record_id_hex(key_of("pg", 0)) + "'");
+    auto r = w.idem({"inspect", "--db", db.uri, "--namespace", "cli", "--recent", "3"});
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 4);  // a header and three records
+    const auto at = [&](int n) { return r.out.find(idem::test::record_id_hex(key_of("pg", n))); };
+    CHECK(at(3) < at(2));
+    CHECK(at(2) < at(1));
+    CHECK(at(0) == std::string::npos);  // the oldest is past the limit
+    CHECK(contains(r.out, "in flight"));
+    CHECK(contains(r.out, "7 bytes"));
+    r = w.idem({"inspect", "--db", db.uri, "--namespace", "cli", "--recent", "10"});
+    CHECK(contains(r.out, idem::test::record_id_hex(key_of("pg", 0)) + "  expired (was completed)"));
+    CHECK(!contains(r.out, "acme"));
+    CHECK(w.idem({"inspect", "--db", db.uri, "--namespace", "none", "--recent", "10"}).exit_code == 3);
+    CHECK(w.idem({"inspect", "--db", db.uri, "--namespace", "cli", "--recent", "1001"}).exit_code == 2);
 }
 
 TEST_CASE("postgresql: purge --dry-run, --older-than, --batch and --max-rows; live rows stay") {

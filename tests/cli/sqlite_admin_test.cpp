@@ -138,3 +138,35 @@ TEST_CASE("store_admin rejects a negative older_than and a zero limit, and chang
     CHECK_THROWS_AS(f.store.purge_batch(0, 0s), std::invalid_argument);
     CHECK(f.store.count_expired(0s) == 1);
 }
+
+TEST_CASE("forget: a lease that ends now is over; a millisecond before, the record is still in flight") {
+    admin_file f;
+    f.in_flight("edge", 1min);
+    const idem::record_key k{"admin", "edge"};
+    f.clock->advance(1min - 1ms);
+    auto r = f.store.forget(k.digest(), false);
+    CHECK(r.outcome == idem::forget_outcome::refused_in_flight);
+    CHECK(r.record.expires_at == r.record.now + 1ms);
+    f.clock->advance(1ms);
+    r = f.store.forget(k.digest(), false);
+    CHECK(r.outcome == idem::forget_outcome::deleted);
+    CHECK(r.record.expired());
+    CHECK(!f.store.inspect(k.digest(), false));
+}
+
+TEST_CASE("recent: times on the store's clock; records written in the same millisecond in key_hash order") {
+    admin_file f;
+    const auto at = f.clock->now();
+    f.completed("a", "xy", 1h);
+    f.in_flight("b", 30s);
+    const auto listed = f.store.recent("admin", 10);
+    REQUIRE(listed.size() == 2);
+    CHECK(listed[0].key_hash < listed[1].key_hash);
+    for (const auto& l : listed) {
+        CHECK(l.state.created_at == at);
+        CHECK(l.state.now == at);
+        CHECK(l.state.expires_at == at + (l.state.completed ? idem::duration(1h) : idem::duration(30s)));
+        CHECK(l.state.payload_bytes == (l.state.completed ? 2u : 0u));
+        CHECK(!l.state.payload);
+    }
+}

@@ -2,8 +2,11 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <regex>
+#include <thread>
 
 #include "idem/http/client.hpp"
 #include "idem/memory_store.hpp"
@@ -38,6 +41,15 @@ struct attempts_log {
 
 const http::retry_policy fast{.first_backoff = 10ms, .max_backoff = 50ms, .max_retry_after = 2s, .budget = 10s};
 
+// The 409 bodies of an idempotency layer (the first request still runs) and of a
+// business rule (the same request conflicts every time), as servers send them.
+const std::string in_flight_problem =
+    R"({"type":"urn:idem:Idempotency.InFlight","title":"still being processed","status":409,)"
+    R"("code":"Idempotency.InFlight"})";
+const std::string exists_problem =
+    R"({"type":"urn:payments:Payments.AccountExists","title":"the account exists","status":409,)"
+    R"("code":"Payments.AccountExists"})";
+
 }  // namespace
 
 TEST_CASE("client: a key is a fresh UUIDv4 per logical request") {
@@ -47,7 +59,7 @@ TEST_CASE("client: a key is a fresh UUIDv4 per logical request") {
     CHECK(http::outgoing_request{}.key != http::outgoing_request{}.key);
 }
 
-TEST_CASE("client: 5xx and 409 are retried with the same key and body until the answer") {
+TEST_CASE("client: 5xx and an in-flight 409 are retried with the same key and body until the answer") {
     test::loopback_server server;
     attempts_log log;
     std::atomic<int> calls{0};
@@ -55,7 +67,10 @@ TEST_CASE("client: 5xx and 409 are retried with the same key and body until the 
         log.add(req);
         const int n = ++calls;
         res.status = n == 1 ? 503 : n == 2 ? 500 : n == 3 ? 409 : 201;
-        res.set_content("attempt " + std::to_string(n), "text/plain");
+        if (n == 3)
+            res.set_content(in_flight_problem, "application/problem+json");
+        else
+            res.set_content("attempt " + std::to_string(n), "text/plain");
     });
     server.start();
     httplib::Client client = server.client();
@@ -91,6 +106,134 @@ TEST_CASE("client: final answers are not retried: 2xx, 4xx, a replayed 5xx") {
     CHECK(replayed.attempts == 1);
     CHECK(replayed.answer->status == 500);
     CHECK(calls == 6);
+}
+
+TEST_CASE("client: a business 409 is the answer; a 409 saying the first request still runs is waited out") {
+    test::loopback_server server;
+    std::map<std::string, int> calls;
+    std::mutex mutex;
+    // /conflict/NAME answers the 409 NAME describes to its first attempt, 201 to the next.
+    server.server.Post(R"(/conflict/([\w-]+))", [&](const httplib::Request& req, httplib::Response& res) {
+        const std::string kind = req.matches[1];
+        int n = 0;
+        {
+            std::lock_guard lock(mutex);
+            n = ++calls[kind];
+        }
+        if (n > 1) {
+            res.status = 201;
+            res.set_content("created", "text/plain");
+            return;
+        }
+        res.status = 409;
+        if (kind == "business") res.set_content(exists_problem, "application/problem+json");
+        if (kind == "business-plain") res.set_content("the account exists", "text/plain");
+        // The code counts only in a problem document: a JSON body of the application's own is its business.
+        if (kind == "code-in-plain-json") res.set_content(in_flight_problem, "application/json");
+        if (kind == "in-flight") res.set_content(in_flight_problem, "application/problem+json");
+        if (kind == "in-flight-charset") res.set_content(in_flight_problem, "Application/Problem+JSON; charset=utf-8");
+        if (kind == "retry-after") {
+            res.set_header("Retry-After", "0");
+            res.set_content("busy", "text/plain");
+        }
+        if (kind == "retry-after-business") {  // a server that says "later" is believed
+            res.set_header("Retry-After", "0");
+            res.set_content(exists_problem, "application/problem+json");
+        }
+        if (kind == "bad-json") res.set_content(R"({"code":"Idempotency.InFlight")", "application/problem+json");
+    });
+    server.start();
+    httplib::Client client = server.client();
+
+    for (const char* kind : {"business", "business-plain", "code-in-plain-json", "bad-json"}) {
+        CAPTURE(kind);
+        const auto r = http::send(client, {.path = std::string("/conflict/") + kind}, fast);
+        CHECK(r.status == http::call_status::answered);
+        CHECK(r.attempts == 1);
+        REQUIRE(r.answer);
+        CHECK(r.answer->status == 409);
+    }
+    for (const char* kind : {"in-flight", "in-flight-charset", "retry-after", "retry-after-business"}) {
+        CAPTURE(kind);
+        const auto r = http::send(client, {.path = std::string("/conflict/") + kind}, fast);
+        CHECK(r.status == http::call_status::answered);
+        CHECK(r.attempts == 2);
+        REQUIRE(r.answer);
+        CHECK(r.answer->status == 201);
+    }
+    std::lock_guard lock(mutex);
+    CHECK(calls["business"] == 1);
+    CHECK(calls["in-flight"] == 2);
+}
+
+TEST_CASE("client: a duplicate of a request still running in a lease-mode layer waits out its 409 to the replay") {
+    auto store = std::make_shared<memory_store>();
+    http::idempotency_layer layer(store);
+    std::atomic<int> runs{0};
+    test::loopback_server server;
+    server.server.Post("/slow", http::idempotent(layer, [&](const httplib::Request&, httplib::Response& res) {
+                           ++runs;
+                           std::this_thread::sleep_for(800ms);
+                           res.status = 201;
+                           res.set_content("created once", "text/plain");
+                       }));
+    server.start();
+    const http::outgoing_request request{.path = "/slow", .body = "{}"};
+    std::optional<http::call_result> first;
+    std::thread original([&] {
+        httplib::Client own = server.client();
+        first = http::send(own, request, fast);
+    });
+    while (runs == 0) std::this_thread::sleep_for(5ms);
+    httplib::Client client = server.client();
+    const http::call_result duplicate = http::send(client, request, fast);
+    original.join();
+    REQUIRE(first);
+    CHECK(first->answer->status == 201);
+    CHECK(duplicate.status == http::call_status::answered);
+    CHECK(duplicate.attempts >= 2);  // the layer's 409 Idempotency.InFlight with Retry-After, then the replay
+    REQUIRE(duplicate.answer);
+    CHECK(duplicate.answer->status == 201);
+    CHECK(duplicate.answer->header("Idempotent-Replayed") == "true");
+    CHECK(duplicate.answer->body == "created once");
+    CHECK(runs == 1);
+}
+
+TEST_CASE("client: 408, 425 and 429 are retried; a replayed 409 or 503 is the answer") {
+    test::loopback_server server;
+    std::map<std::string, int> calls;
+    std::mutex mutex;
+    server.server.Post(R"(/once/(\d+))", [&](const httplib::Request& req, httplib::Response& res) {
+        const std::string status = req.matches[1];
+        int n = 0;
+        {
+            std::lock_guard lock(mutex);
+            n = ++calls[status + req.get_header_value("X-Replayed")];
+        }
+        res.status = n == 1 ? std::stoi(status) : 200;
+        if (req.has_header("X-Replayed")) {
+            res.status = std::stoi(status);
+            res.set_header("Idempotent-Replayed", "true");
+            res.set_content(in_flight_problem, "application/problem+json");
+        }
+    });
+    server.start();
+    httplib::Client client = server.client();
+    for (int status : {408, 425, 429}) {
+        CAPTURE(status);
+        const auto r = http::send(client, {.path = "/once/" + std::to_string(status)}, fast);
+        CHECK(r.status == http::call_status::answered);
+        CHECK(r.attempts == 2);
+        CHECK(r.answer->status == 200);
+    }
+    for (int status : {409, 503}) {
+        CAPTURE(status);
+        const auto r =
+            http::send(client, {.path = "/once/" + std::to_string(status), .headers = {{"X-Replayed", "1"}}}, fast);
+        CHECK(r.status == http::call_status::answered);
+        CHECK(r.attempts == 1);
+        CHECK(r.answer->status == status);
+    }
 }
 
 TEST_CASE("client: Retry-After is honoured up to the cap") {

@@ -1,6 +1,7 @@
-// The retrying client against the payments service as a black box: the service is
-// SIGKILLed and restarted on the same port while clients send transfers; every
-// transfer is applied exactly once.
+// The retrying client against the payments service as a black box: a business
+// conflict is answered at once, a duplicate of a running transfer waits for its
+// replay, and while the service is SIGKILLed and restarted on the same port
+// every transfer is applied exactly once.
 #include <doctest/doctest.h>
 
 #include <httplib.h>
@@ -8,6 +9,7 @@
 #include <atomic>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -23,7 +25,8 @@ namespace {
 
 class payments_process {
 public:
-    explicit payments_process(const test::temp_dir& dir) : db_("sqlite:" + (dir.path() / "payments.db").string()) {
+    explicit payments_process(const test::temp_dir& dir, int processing_delay_ms = 20)
+        : db_("sqlite:" + (dir.path() / "payments.db").string()), processing_delay_ms_(processing_delay_ms) {
         start(0);
     }
     ~payments_process() {
@@ -41,8 +44,15 @@ public:
 private:
     void start(int port) {
         test::spawn_options o;
-        o.argv = {IDEM_PAYMENTS_BINARY, "--db", db_, "--port", std::to_string(port), "--threads", "16",
-                  "--processing-delay", "20"};
+        o.argv = {IDEM_PAYMENTS_BINARY,
+                  "--db",
+                  db_,
+                  "--port",
+                  std::to_string(port),
+                  "--threads",
+                  "16",
+                  "--processing-delay",
+                  std::to_string(processing_delay_ms_)};
         o.pipe_stdout = true;
         process_ = std::make_unique<test::child_process>(std::move(o));
         const auto line = process_->read_line(20s);
@@ -53,6 +63,7 @@ private:
     }
 
     std::string db_;
+    int processing_delay_ms_;
     int port_ = 0;
     int unclean_exits_ = 0;
     std::unique_ptr<test::child_process> process_;
@@ -71,13 +82,83 @@ long long field(const std::string& json, const std::string& name) {
     return std::stoll(json.substr(at + name.size() + 3));
 }
 
+const std::vector<std::pair<std::string, std::string>> auth = {{"Authorization", "Bearer test-client"}};
+
 }  // namespace
+
+TEST_CASE("client: opening an account that exists is answered at once: a business 409 is not sent again") {
+    test::temp_dir dir("client-payments");
+    payments_process service(dir);
+    httplib::Client c = client_for(service.port());
+    const http::retry_policy policy{.first_backoff = 10ms, .max_backoff = 50ms, .budget = 10s};
+    const std::string body = R"({"id":"carol","balance":100})";
+    const auto opened = http::send(c, {.path = "/accounts", .body = body, .headers = auth}, policy);
+    REQUIRE(opened.answer);
+    REQUIRE(opened.answer->status == 201);
+
+    // Another request (a new key) for the same account: the service's answer is final.
+    const auto again = http::send(c, {.path = "/accounts", .body = body, .headers = auth}, policy);
+    CHECK(again.status == http::call_status::answered);
+    CHECK(again.attempts == 1);
+    REQUIRE(again.answer);
+    CHECK(again.answer->status == 409);
+    CHECK(again.answer->body.find("Payments.AccountExists") != std::string::npos);
+    CHECK(again.answer->header("Idempotent-Replayed") != "true");
+}
+
+TEST_CASE("client: a duplicate sent while the first transfer still runs ends with the replayed 201, moved once") {
+    test::temp_dir dir("client-payments");
+    payments_process service(dir, 1500);  // every transfer takes 1.5 s
+    httplib::Client c = client_for(service.port());
+    const http::retry_policy policy{.first_backoff = 50ms, .max_backoff = 200ms, .budget = 20s};
+    for (const auto& [account, balance] : {std::pair{"dave", 1000}, std::pair{"erin", 0}}) {
+        const auto r =
+            http::send(c,
+                       {.path = "/accounts",
+                        .body = "{\"id\":\"" + std::string(account) + "\",\"balance\":" + std::to_string(balance) + "}",
+                        .headers = auth},
+                       policy);
+        REQUIRE(r.answer);
+        REQUIRE(r.answer->status == 201);
+    }
+    const http::outgoing_request transfer{
+        .path = "/transfers", .body = R"({"from":"dave","to":"erin","amount":250})", .headers = auth};
+
+    // The first attempt, on a connection of its own; the duplicate starts while it runs.
+    std::optional<http::call_result> first;
+    std::thread original([&] {
+        httplib::Client own = client_for(service.port());
+        first = http::send(own, transfer, policy);
+    });
+    std::this_thread::sleep_for(300ms);
+    const auto began = std::chrono::steady_clock::now();
+    const http::call_result duplicate = http::send(c, transfer, policy);
+    const auto waited = std::chrono::steady_clock::now() - began;
+    original.join();
+
+    REQUIRE(first);
+    CHECK(first->status == http::call_status::answered);
+    REQUIRE(first->answer);
+    CHECK(first->answer->status == 201);
+    // The service runs a transfer and its record in one transaction: the duplicate
+    // waits for the first to commit and gets its replay (a 409 Idempotency.InFlight
+    // comes only from a lease-mode layer; client_http_test.cpp waits one out).
+    MESSAGE("the duplicate took ", duplicate.attempts, " attempt(s)");
+    CHECK(duplicate.status == http::call_status::answered);
+    REQUIRE(duplicate.answer);
+    CHECK(duplicate.answer->status == 201);
+    CHECK(duplicate.answer->header("Idempotent-Replayed") == "true");
+    CHECK(duplicate.answer->body == first->answer->body);
+    CHECK(waited >= 900ms);  // it waited for the first to end rather than run the transfer itself
+    auto erin = c.Get("/accounts/erin");
+    REQUIRE(erin);
+    CHECK(field(erin->body, "balance") == 250);  // moved once
+}
 
 TEST_CASE("client: transfers through SIGKILLs and restarts of the payments service are applied exactly once") {
     test::temp_dir dir("client-payments");
     payments_process service(dir);
     const http::retry_policy patient{.max_attempts = 200, .first_backoff = 50ms, .max_backoff = 500ms, .budget = 100s};
-    const std::vector<std::pair<std::string, std::string>> auth = {{"Authorization", "Bearer test-client"}};
     {
         httplib::Client c = client_for(service.port());
         for (const auto& [account, balance] : {std::pair{"alice", 1000000}, std::pair{"bob", 0}}) {

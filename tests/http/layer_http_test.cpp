@@ -167,7 +167,21 @@ TEST_CASE("http: missing, invalid and repeated keys are 400 with their codes") {
         s.post("/transfers", "x", {{"Idempotency-Key", "a"}, {"Idempotency-Key", "b"}, {"X-User", "alice"}});
     CHECK(repeated->status == 400);
     CHECK(repeated->body.find("Idempotency.KeyInvalid") != std::string::npos);
+    // Shapes RFC 8941 reads as something other than a String: a Byte Sequence, a
+    // List, a Token with parameters (idem/http/key_header.hpp says why).
+    for (const char* shape : {":YWJj:", "a, b", "abc;p=1", "(abc)", "\"abc\" ;p=1"}) {
+        CAPTURE(shape);
+        auto refused = s.post("/transfers", "x", key(shape));
+        CHECK(refused->status == 400);
+        CHECK(refused->body.find("Idempotency.KeyInvalid") != std::string::npos);
+    }
     CHECK(s.runs == 0);
+    // An sf-string with a parameter is its String: a retry without the parameter replays it.
+    auto first = s.post("/transfers", "x", key("\"k-params\";v=1"));
+    CHECK(first->status == 201);
+    auto again = s.post("/transfers", "x", key("k-params"));
+    CHECK(again->get_header_value("Idempotent-Replayed") == "true");
+    CHECK(s.runs == 1);
 }
 
 TEST_CASE("http: a key is optional unless required; without one the endpoint simply runs") {

@@ -47,6 +47,18 @@ struct postgresql_bank_database final : bank_database {
         session << "SET test.refuse_results = 'off'";
         session << "DROP TRIGGER refuse_results ON idem_records";
     }
+    // Every connection's deletes: the detached view deletes on the store's own.
+    void refuse_deleting_records(soci::session& session) override {
+        session << R"(CREATE OR REPLACE FUNCTION refuse_deletes() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                RAISE EXCEPTION 'refused';
+            END $$)";
+        session << "CREATE TRIGGER refuse_deletes BEFORE DELETE ON idem_records"
+                   " FOR EACH ROW EXECUTE FUNCTION refuse_deletes()";
+    }
+    void accept_deleting_records(soci::session& session) override {
+        session << "DROP TRIGGER refuse_deletes ON idem_records";
+    }
 };
 
 }  // namespace

@@ -247,6 +247,62 @@ TEST_CASE("postgresql store: store_admin inspects, counts and purges expired row
     CHECK_THROWS_AS((void)f.store.count_expired(-1s), std::invalid_argument);
 }
 
+TEST_CASE("postgresql store: forget deletes one record; one in flight only when forced") {
+    fixture f;
+    idem::test::forget_deletes_one_record(f.under_test(), f.store,
+                                          [](idem::duration d) { std::this_thread::sleep_for(d); });
+}
+
+TEST_CASE("postgresql store: recent lists a namespace's records written last, newest first") {
+    fixture f;
+    idem::test::recent_lists_a_namespace_newest_first(f.under_test(), f.store,
+                                                      [](idem::duration d) { std::this_thread::sleep_for(d); });
+}
+
+TEST_CASE("postgresql store: forget waits for a transaction taking an expired record over, then keeps it") {
+    fixture f;
+    const idem::record_key k("forget", "held");
+    REQUIRE(f.store.try_reserve(k, "fp", 50ms).status == reservation_status::reserved);
+    std::this_thread::sleep_for(100ms);  // expired: forget would delete it without --force
+    std::promise<void> taken, go_on;
+    std::future<void> business = std::async(std::launch::async, [&] {
+        f.runner->run([&](unit_of_work& tx) {
+            const auto r = f.store.try_reserve(tx, k, "fp", 1h);  // takes it over; the row stays locked
+            taken.set_value();
+            go_on.get_future().wait();
+            if (r.status != reservation_status::reserved) throw std::runtime_error("not taken over");
+        });
+    });
+    taken.get_future().wait();
+    std::future<idem::forget_result> forgetting =
+        std::async(std::launch::async, [&] { return f.store.forget(k.digest(), false); });
+    CHECK(forgetting.wait_for(300ms) == std::future_status::timeout);  // waiting for that lock
+    go_on.set_value();
+    business.get();
+    const idem::forget_result result = forgetting.get();
+    CHECK(result.outcome == idem::forget_outcome::refused_in_flight);  // live again by then: kept
+    CHECK_FALSE(result.record.expired());
+    CHECK(f.records() == 1);
+    CHECK(f.store.forget(k.digest(), true).outcome == idem::forget_outcome::deleted);
+
+    // A reservation an open transaction has not committed is no record yet, to anyone else.
+    std::promise<void> reserved, finish;
+    business = std::async(std::launch::async, [&] {
+        f.runner->run([&](unit_of_work& tx) {
+            const auto r = f.store.try_reserve(tx, k, "fp", 1h);
+            reserved.set_value();
+            finish.get_future().wait();
+            if (r.status != reservation_status::reserved) throw std::runtime_error("not reserved");
+        });
+    });
+    reserved.get_future().wait();
+    CHECK(f.store.forget(k.digest(), false).outcome == idem::forget_outcome::not_found);
+    finish.set_value();
+    business.get();
+    CHECK(f.store.forget(k.digest(), false).outcome == idem::forget_outcome::refused_in_flight);
+    CHECK(f.records() == 1);
+}
+
 TEST_CASE("postgresql store: a lease or retention above 100 years is refused inside the transaction too") {
     fixture f;
     idem::test::over_long_durations_are_refused_in_the_transaction(f.under_test());

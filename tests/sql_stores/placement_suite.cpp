@@ -130,6 +130,38 @@ TEST_CASE("executor placement, observe: a record write that fails keeps the busi
     CHECK(f.record("o-2") == reservation_status::reserved);  // no record: a retry under enforce runs again
 }
 
+TEST_CASE(
+    "executor placement, observe inside the transaction: a failed release of the detached reservation is "
+    "logged; data and record commit") {
+    executor_fixture f;
+    // Observe reserved apart from the transaction; before it writes the result
+    // inside, it frees that reservation, and here the database refuses the DELETE.
+    f.database->refuse_deleting_records(f.session);
+    auto e = f.transfer("o-6", {.mode = idem::mode::observe});
+    f.database->accept_deleting_records(f.session);
+    CHECK(e.status() == execution_status::executed);
+    CHECK(e.value() == "moved 10");
+    bool logged = false;
+    for (const auto& l : f.sink->logs()) {
+        if (l.name != "idem.release.failed") continue;
+        logged = true;
+        CHECK(l.level == idem::log_level::error);
+        CHECK(l.key_hash == bank::transfer_key("o-6").key_hash());
+        CHECK(l.message.find("written over the reservation in the transaction") != std::string::npos);
+        CHECK(l.message.find("idem: releasing a record") != std::string::npos);  // the store's error
+    }
+    CHECK(logged);
+    CHECK_FALSE(f.sink->logged("idem.observe.record_failed"));
+    CHECK(f.runner->last_state() == idem::transaction_state::committed);
+    CHECK(f.ledger() == 1);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+    // The reservation still carried this call's token, so the result written in
+    // the transaction completed it: a duplicate is answered from it.
+    CHECK(f.record("o-6") == reservation_status::completed);
+    auto again = f.transfer("o-6", {.mode = idem::mode::observe});
+    CHECK(again.enforce_decision() == execution_status::replayed);
+}
+
 TEST_CASE("executor placement, observe inside the transaction: a stop before the start frees the key") {
     executor_fixture f;
     std::stop_source stop;

@@ -34,6 +34,12 @@ struct sqlite_bank_database final : bank_database {
                    " BEGIN SELECT RAISE(ABORT, 'refused'); END";
     }
     void accept_completed_records(soci::session& session) override { session << "DROP TRIGGER temp.refuse_results"; }
+    // A trigger of the database file, so the store's own connections refuse too.
+    void refuse_deleting_records(soci::session& session) override {
+        session << "CREATE TRIGGER refuse_deletes BEFORE DELETE ON idem_records"
+                   " BEGIN SELECT RAISE(ABORT, 'refused'); END";
+    }
+    void accept_deleting_records(soci::session& session) override { session << "DROP TRIGGER refuse_deletes"; }
 };
 
 }  // namespace

@@ -429,3 +429,14 @@ TEST_CASE("sqlite store: an expired entry is not answered by the read; the reser
     CHECK(again.status == reservation_status::reserved);
     CHECK(again.token != first.token);
 }
+
+TEST_CASE("sqlite store: forget deletes one record; one in flight only when forced") {
+    fixture f;
+    idem::test::forget_deletes_one_record(f.under_test(), f.store, [&](idem::duration d) { f.clock->advance(d); });
+}
+
+TEST_CASE("sqlite store: recent lists a namespace's records written last, newest first") {
+    fixture f;
+    idem::test::recent_lists_a_namespace_newest_first(f.under_test(), f.store,
+                                                      [&](idem::duration d) { f.clock->advance(d); });
+}

@@ -27,6 +27,12 @@ struct bank_database {
     virtual void refuse_completed_records(soci::session& session) = 0;
     // Undoes refuse_completed_records.
     virtual void accept_completed_records(soci::session& session) = 0;
+    // From now on deleting a record fails (a trigger raises), on every connection
+    // the store may use for it: the store's own and, where the detached view
+    // joins the open transaction (SQLite), this business connection.
+    virtual void refuse_deleting_records(soci::session& session) = 0;
+    // Undoes refuse_deleting_records.
+    virtual void accept_deleting_records(soci::session& session) = 0;
 };
 
 // A database of its own for one scenario; defined once per test binary, by the store's tests.

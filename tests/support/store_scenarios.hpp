@@ -7,14 +7,18 @@
 
 #include <soci/soci.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <functional>
 #include <future>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "bank.hpp"
 #include "idem/store_admin.hpp"
@@ -202,6 +206,113 @@ inline void times_beyond_time_point_are_clamped(
     CHECK(admin.purge_batch(100, 0s) == 0);
     CHECK(s.records() == 2);
     CHECK(s.store.try_reserve(record_key("far", "far-past"), "fp", 1s).status == reservation_status::reserved);
+}
+
+// store_admin::forget: a completed or expired record goes, by its digest or its
+// 16 bytes, and its key then runs anew; one in flight stays unless forced; an
+// absent one and a digest of another length change nothing. `pass(d)` lets d
+// of the store's time go by (a manual clock, or a real wait).
+inline void forget_deletes_one_record(const store_under_test& s, store_admin& admin,
+                                      const std::function<void(duration)>& pass) {
+    using namespace std::chrono_literals;
+    const record_key done("forget", "done"), stale("forget", "stale"), running("forget", "running"),
+        other("forget", "other");
+    const auto first16 = [](const record_key& k) { return std::span<const std::byte>(k.digest()).first(16); };
+    const auto d = s.store.try_reserve(done, "fp", 1min);
+    REQUIRE(s.store.complete(done, d.token, "fp", "receipt", 1h));
+    REQUIRE(s.store.try_reserve(stale, "fp", 100ms).status == reservation_status::reserved);
+    pass(200ms);
+    const auto r = s.store.try_reserve(running, "fp", 1h);
+    REQUIRE(r.status == reservation_status::reserved);
+    REQUIRE(s.store.try_reserve(other, "fp", 1h).status == reservation_status::reserved);
+    REQUIRE(s.records() == 4);
+
+    // Not there, or named by a digest of another length: nothing changes.
+    CHECK(admin.forget(record_key("forget", "never").digest(), true).outcome == forget_outcome::not_found);
+    CHECK_THROWS_AS((void)admin.forget(std::span<const std::byte>(done.digest()).first(15), true),
+                    std::invalid_argument);
+    CHECK_THROWS_AS((void)admin.forget(std::span<const std::byte>(), true), std::invalid_argument);
+    CHECK(s.records() == 4);
+
+    const forget_result completed = admin.forget(done.digest(), false);
+    CHECK(completed.outcome == forget_outcome::deleted);
+    CHECK(completed.record.completed);
+    CHECK(completed.record.name_space == "forget");
+    CHECK(completed.record.payload_bytes == 7);
+    CHECK_FALSE(admin.inspect(done.digest(), false));
+    CHECK(s.store.try_reserve(done, "fp", 1min).status == reservation_status::reserved);  // runs anew
+    CHECK(admin.forget(done.digest(), true).outcome == forget_outcome::deleted);
+    CHECK(admin.forget(done.digest(), true).outcome == forget_outcome::not_found);
+
+    const forget_result expired = admin.forget(first16(stale), false);
+    CHECK(expired.outcome == forget_outcome::deleted);
+    CHECK_FALSE(expired.record.completed);
+    CHECK(expired.record.expired());
+
+    const forget_result kept = admin.forget(first16(running), false);
+    CHECK(kept.outcome == forget_outcome::refused_in_flight);
+    CHECK_FALSE(kept.record.completed);
+    CHECK_FALSE(kept.record.expired());
+    CHECK(kept.record.expires_at > kept.record.now + 50min);
+    CHECK(s.store.try_reserve(running, "fp", 1h).status == reservation_status::in_flight);  // untouched
+    const forget_result forced = admin.forget(running.digest(), true);
+    CHECK(forced.outcome == forget_outcome::deleted);
+    CHECK_FALSE(forced.record.completed);
+    CHECK_FALSE(admin.inspect(running.digest(), false));
+    CHECK(s.store.try_reserve(running, "fp", 1h).status == reservation_status::reserved);
+
+    CHECK(admin.inspect(other.digest(), false));  // only the named records went
+    CHECK(s.records() == 2);
+}
+
+// store_admin::recent: the namespace's records written last, newest first,
+// expired ones too, at most `limit`; the namespace compared byte for byte;
+// bad arguments are std::invalid_argument.
+inline void recent_lists_a_namespace_newest_first(const store_under_test& s, store_admin& admin,
+                                                  const std::function<void(duration)>& pass) {
+    using namespace std::chrono_literals;
+    std::vector<record_key> keys;
+    for (int i = 0; i < 5; ++i) {
+        keys.emplace_back("recent", "k-" + std::to_string(i));
+        const auto r = s.store.try_reserve(keys.back(), "fp", i == 0 ? 50ms : 1h);
+        REQUIRE(r.status == reservation_status::reserved);
+        if (i % 2 == 1) REQUIRE(s.store.complete(keys.back(), r.token, "fp", std::string(i, 'p'), 1h));
+        pass(20ms);
+    }
+    for (const std::string ns : {"recent.other", "Recent", "recen"})
+        REQUIRE(s.store.try_reserve(record_key(ns, "k-9"), "fp", 1h).status == reservation_status::reserved);
+    pass(100ms);  // k-0's lease is over
+
+    const auto id_of = [](const record_key& k) {
+        std::array<std::byte, 16> id{};
+        std::copy_n(k.digest().begin(), 16, id.begin());
+        return id;
+    };
+    const auto three = admin.recent("recent", 3);
+    REQUIRE(three.size() == 3);
+    for (int i = 0; i < 3; ++i) {
+        CAPTURE(i);
+        CHECK(three[i].key_hash == id_of(keys[4 - i]));
+        CHECK(three[i].state.name_space == "recent");
+        CHECK(three[i].state.completed == ((4 - i) % 2 == 1));
+        CHECK_FALSE(three[i].state.expired());
+    }
+    CHECK(three[1].state.payload_bytes == 3);
+    CHECK(three[0].state.created_at > three[1].state.created_at);
+    const auto all = admin.recent("recent", max_recent_records);
+    REQUIRE(all.size() == 5);
+    CHECK(all.back().key_hash == id_of(keys[0]));
+    CHECK(all.back().state.expired());
+    CHECK(admin.recent("recent.other", 10).size() == 1);
+    CHECK(admin.recent("absent", 10).empty());
+
+    for (const std::size_t limit : {std::size_t{0}, max_recent_records + 1}) {
+        CAPTURE(limit);
+        CHECK_THROWS_AS((void)admin.recent("recent", limit), std::invalid_argument);
+    }
+    CHECK_THROWS_AS((void)admin.recent("", 10), std::invalid_argument);
+    CHECK_THROWS_AS((void)admin.recent("caf\xC3", 10), std::invalid_argument);
+    CHECK(s.records() == 8);
 }
 
 }  // namespace idem::test

@@ -1,5 +1,6 @@
 #include "database_arg.hpp"
 
+#include <filesystem>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -16,6 +17,10 @@ std::string explain(const store_error& failure, const database_url& url) {
     const std::string what = failure.what();
     switch (failure.failure()) {
         case store_failure::schema:
+            if (url.kind == database_url::backend::sqlite && !std::filesystem::exists(url.location))
+                return fmt::format(
+                    "idem: no SQLite database at {}: check --db, or create it with `idem migrate --db {}`",
+                    url.location, url.location);
             // The library's own text names the statement and the C++ call; the operator needs the command.
             return fmt::format(
                 "idem: {} has no idem schema, or an older one: create or upgrade it with "

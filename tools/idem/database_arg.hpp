@@ -5,7 +5,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -13,6 +12,7 @@
 #include "idem/database_url.hpp"
 #include "idem/error.hpp"
 #include "idem/store_admin.hpp"
+#include "idem/store_registry.hpp"
 
 namespace idem::cli {
 
@@ -56,13 +56,9 @@ auto on_database(const database_url& url, Work&& work) {
     }
 }
 
-// The store behind `url`, not migrated. store_error or command_error when it
-// cannot be opened; std::invalid_argument when this build has no store for it.
-[[nodiscard]] std::unique_ptr<store_admin> open_store(const database_url& url, open_mode mode);
-
-// The stores' openers: open_<store>.cpp, each built (and IDEM_CLI_<STORE> set)
-// when the build has that store.
-[[nodiscard]] std::unique_ptr<store_admin> open_sqlite(const std::string& path, open_mode mode);
-[[nodiscard]] std::unique_ptr<store_admin> open_postgresql(const std::string& uri, open_mode mode);
+// The store behind `url`, not migrated, through the store registry: use its
+// .admin. store_error when it cannot be opened (a missing SQLite file too, unless
+// `mode` creates it); std::invalid_argument when this build has no store for it.
+[[nodiscard]] opened_store open_store(const database_url& url, open_mode mode);
 
 }  // namespace idem::cli

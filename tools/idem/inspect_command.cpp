@@ -1,5 +1,5 @@
 #include <cstddef>
-#include <ctime>
+#include <cstdint>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -12,84 +12,28 @@
 
 #include "admin_commands.hpp"
 #include "database_arg.hpp"
-#include "digest_arg.hpp"
-#include "duration_arg.hpp"
-#include "idem/record_key.hpp"
-#include "internal/saturating_time.hpp"
 #include "record_key_flags.hpp"
+#include "record_report.hpp"
 
 namespace idem::cli {
 namespace {
-
-// A whole digest, or its first 16 bytes (the SQL tables' key_hash).
-using digest = std::vector<std::byte>;
 
 struct inspect_args {
     std::string url;
     std::string key_hash;
     record_key_flags key;
     bool payload = false;
+    // Signed: CLI11 would read "-1" into an unsigned as a huge count.
+    std::optional<std::int64_t> recent;
 };
 
-digest target(const inspect_args& args) {
-    const bool by_hash = !args.key_hash.empty();
-    if (by_hash == args.key.given())
-        throw std::invalid_argument(
-            "idem: name the record either by --key-hash or by --namespace, one scope flag and --key");
-    if (by_hash) return parse_digest(args.key_hash);
-    if (args.key.name_space.empty() || args.key.key.empty())
-        throw std::invalid_argument("idem: a record is named by --namespace, one scope flag and --key, all three");
-    const auto whole = args.key.build().digest();
-    return digest(whole.begin(), whole.end());
-}
-
-std::string hex(std::span<const std::byte> d) {
-    std::string out;
-    out.reserve(2 * d.size());
-    for (const std::byte b : d) out += fmt::format("{:02x}", static_cast<unsigned>(b));
-    return out;
-}
-
-std::string utc(time_point t) {
-    // The store clamps times it cannot represent ('infinity', rows past 2262).
-    if (t == time_point::max()) return "after " + utc(t - std::chrono::nanoseconds(1));
-    if (t == time_point::min()) return "before " + utc(t + std::chrono::nanoseconds(1));
-    const auto ms = std::chrono::floor<std::chrono::milliseconds>(t.time_since_epoch()).count();
-    const std::time_t seconds = static_cast<std::time_t>(ms / 1000 - (ms % 1000 < 0 ? 1 : 0));
-    std::tm parts{};
-    if (gmtime_r(&seconds, &parts) == nullptr) return fmt::format("{} ms since the epoch", ms);
-    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", parts.tm_year + 1900, parts.tm_mon + 1,
-                       parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, (ms % 1000 + 1000) % 1000);
-}
-
-// The description; names the record by its hash only, never by key or scope.
-void print_record(std::ostream& out, const digest& d, const record_state& r) {
-    const char* kind = r.completed ? "completed" : "in flight";
-    const auto line = [&](std::string_view label, const std::string& value) {
-        out << fmt::format("{:<16}{}\n", std::string(label) + ":", value);
-    };
-    line("key hash", hex(std::span(d).first(8)));
-    if (d.size() == 32) line("digest", hex(d));
-    line("SQL key_hash", hex(std::span(d).first(16)));
-    line("namespace", r.name_space);
-    line("state", r.expired() ? fmt::format("expired (was {})", kind) : std::string(kind));
-    line("created", utc(r.created_at));
-    line(r.completed ? "retained until" : "lease until", utc(r.expires_at));
-    if (r.expired())
-        line("expired", describe(detail::saturating_difference(r.now, r.expires_at)) + " ago");
-    else
-        line(r.completed ? "retention left" : "lease left",
-             describe(detail::saturating_difference(r.expires_at, r.now)));
-    line("payload", r.completed ? fmt::format("{} bytes", r.payload_bytes) : std::string("none (in flight)"));
-}
-
-int inspect(const inspect_args& args) {
-    const digest d = target(args);
+int inspect_one(const inspect_args& args) {
+    const digest d = named_record(args.key_hash, args.key);
     const database_url db = parse_database_url(args.url);
-    const auto record = on_database(db, [&] { return open_store(db, open_mode::read_only)->inspect(d, args.payload); });
+    const auto record =
+        on_database(db, [&] { return open_store(db, open_mode::read_only).admin->inspect(d, args.payload); });
     if (!record) {
-        std::cerr << "idem: no record with key hash " << hex(std::span(d).first(8)) << " ("
-                  << (d.size() == 32 ? "digest " : "SQL key_hash ") << hex(d) << ")\n";
+        std::cerr << "idem: no record with " << names_of(d) << "\n";
         return exit_not_found;
     }
     if (!args.payload) {
@@ -104,12 +48,41 @@ int inspect(const inspect_args& args) {
     return 0;
 }
 
+// --namespace NS --recent N: one line per record, newest first.
+int inspect_recent(const inspect_args& args) {
+    const std::int64_t n = *args.recent;
+    if (n < 1 || n > static_cast<std::int64_t>(max_recent_records))
+        throw std::invalid_argument(fmt::format("idem: --recent takes 1 to {} records, not {}", max_recent_records, n));
+    const record_key_flags& k = args.key;
+    if (k.name_space.empty() || !args.key_hash.empty() || !k.key.empty() || k.scoped() || args.payload)
+        throw std::invalid_argument(
+            "idem: --recent lists a namespace: give --namespace NS and nothing that names one record (no --key-hash, "
+            "scope flag, --key or --payload)");
+    const database_url db = parse_database_url(args.url);
+    const auto rows = on_database(db, [&] {
+        return open_store(db, open_mode::read_only).admin->recent(args.key.name_space, static_cast<std::size_t>(n));
+    });
+    if (rows.empty()) {
+        std::cerr << "idem: no record in namespace " << args.key.name_space << "\n";
+        return exit_not_found;
+    }
+    std::cout << fmt::format("{:<18}{:<34}{:<25}{:<26}{:<26}{}\n", "key hash", "SQL key_hash", "state", "created",
+                             "expires", "payload");
+    for (const listed_record& l : rows) {
+        const auto& r = l.state;
+        std::cout << fmt::format("{:<18}{:<34}{:<25}{:<26}{:<26}{}\n", hex(std::span(l.key_hash).first(8)),
+                                 hex(l.key_hash), state_of(r), utc(r.created_at), utc(r.expires_at),
+                                 r.completed ? fmt::format("{} bytes", r.payload_bytes) : std::string("-"));
+    }
+    return 0;
+}
+
 }  // namespace
 
 void add_inspect_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<inspect_args>();
-    auto* command =
-        app.add_subcommand("inspect", "Show one record: state, times, lease or retention left, payload size");
+    auto* command = app.add_subcommand(
+        "inspect", "Show one record (state, times, lease or retention left, payload size), or a namespace's latest");
     add_database_option(*command, args->url);
     command->add_option("--key-hash", args->key_hash,
                         "The record's digest: 64 hex characters (SHA-256 of its storage key), or the 32 of its "
@@ -117,7 +90,11 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
     args->key.add_to(*command, false);
     command->add_flag("--payload", args->payload,
                       "Write the stored payload, exactly as stored, to stdout (the description goes to stderr)");
-    command->callback([args, &exit_code] { exit_code = inspect(*args); });
+    command->add_option("--recent", args->recent,
+                        fmt::format("With --namespace only: list the N records written last, newest first (N at "
+                                    "most {}; reads every row of the table)",
+                                    max_recent_records));
+    command->callback([args, &exit_code] { exit_code = args->recent ? inspect_recent(*args) : inspect_one(*args); });
 }
 
 }  // namespace idem::cli

@@ -3,8 +3,10 @@
 //   idem purge --db URL [...]             delete expired records in bounded batches
 //   idem key derive|uuid|message|storage|valid ...
 //   idem inspect --db URL --key-hash H    look at one record
+//   idem inspect --db URL --namespace NS --recent N    the namespace's latest records
+//   idem forget --db URL --key-hash H [--force]         delete one record
 // Exit codes: 0 done, 1 database error (or `key valid`: not valid), 2 usage
-// error, 3 `inspect`: no such record.
+// error, 3 `inspect`, `forget`: no such record, 4 `forget`: in flight, kept.
 #include <CLI/CLI.hpp>
 
 #include <exception>
@@ -17,7 +19,7 @@
 #include "usage_checks.hpp"
 
 int main(int argc, char** argv) {
-    CLI::App app{"idem: operate idempotency records (migrate, purge, key, inspect)", "idem"};
+    CLI::App app{"idem: operate idempotency records (migrate, purge, key, inspect, forget)", "idem"};
     app.require_subcommand(1);
     app.set_help_all_flag("--help-all", "Help for every subcommand");
     int exit_code = 0;
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
     idem::cli::add_purge_command(app);
     idem::cli::add_key_commands(app, exit_code);
     idem::cli::add_inspect_command(app, exit_code);
+    idem::cli::add_forget_command(app, exit_code);
     for (const auto& usage_error :
          {idem::cli::non_utf8_argument(argc, argv), idem::cli::unknown_command(app, argc, argv)}) {
         if (!usage_error) continue;

@@ -13,7 +13,7 @@ void add_migrate_command(CLI::App& app) {
     add_database_option(*command, *url);
     command->callback([url] {
         const database_url db = parse_database_url(*url);
-        const auto applied = on_database(db, [&] { return open_store(db, open_mode::create)->migrate(); });
+        const auto applied = on_database(db, [&] { return open_store(db, open_mode::create).admin->migrate(); });
         for (const auto& name : applied) std::cout << "applied " << name << '\n';
         if (applied.empty()) std::cout << "nothing to apply: the schema is up to date\n";
     });

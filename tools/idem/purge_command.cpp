@@ -109,7 +109,7 @@ void purge(const purge_args& args) {
     const database_url db = parse_database_url(args.url);
     // A dry run opens the database read-only: it changes nothing, not even the journal mode.
     on_database(db, [&] {
-        purge(*open_store(db, args.dry_run ? open_mode::read_only : open_mode::existing), args, older_than);
+        purge(*open_store(db, args.dry_run ? open_mode::read_only : open_mode::existing).admin, args, older_than);
     });
 }
 

@@ -19,9 +19,11 @@ struct record_key_flags {
     // Adds the flags; `required` makes --namespace and --key mandatory.
     void add_to(CLI::App& command, bool required);
     // Whether any of the flags was given.
-    [[nodiscard]] bool given() const {
-        return !name_space.empty() || !key.empty() || global || !user.empty() || !tenant.empty() || !client.empty() ||
-               !user_and_tenant.empty() || !custom.empty();
+    [[nodiscard]] bool given() const { return !name_space.empty() || !key.empty() || scoped(); }
+    // Whether a scope flag was given.
+    [[nodiscard]] bool scoped() const {
+        return global || !user.empty() || !tenant.empty() || !client.empty() || !user_and_tenant.empty() ||
+               !custom.empty();
     }
     // Throws CLI::ValidationError unless exactly one scope flag is given;
     // std::invalid_argument for a part idem rejects (empty, invalid UTF-8, too long).

@@ -50,7 +50,7 @@ struct retry_policy {
 };
 
 enum class call_status {
-    answered,  // a final answer: 2xx, 3xx, a final 4xx (422 KeyReused included), or any replayed response
+    answered,  // a final answer: 2xx, 3xx, a final 4xx (a business 409 and 422 KeyReused included), or a replay
     gave_up,   // attempts or budget used up; `answer` holds the last response, if any came
 };
 
@@ -62,11 +62,25 @@ struct call_result {
     std::string key;  // the key every attempt carried
 };
 
-// Sends `request`, retrying with the same key and body on a transport failure (no
-// response), 408, 409, 425, 429 and a 5xx that is not a replay, after exponential
-// backoff with jitter, or the server's Retry-After (seconds or HTTP-date, at most
-// max_retry_after) when longer. An invalid key, or a header holding NUL, CR or LF,
-// throws std::invalid_argument with nothing sent.
+// Sends `request` until a final answer, every attempt with the same key and bytes.
+// It sends again, after exponential backoff with jitter, or the server's
+// Retry-After (seconds or HTTP-date, at most max_retry_after) when longer, on:
+// - no response (refused, reset, timed out): the request may not have arrived,
+//   and if it did, the key makes the next attempt a replay;
+// - 408 Request Timeout: the server gave up reading the request;
+// - 409 with problem code Idempotency.InFlight (an application/problem+json
+//   body) or with Retry-After: the first attempt is still running, and its
+//   answer comes as a replay once it ends;
+// - 425 Too Early and 429 Too Many Requests: not now, later;
+// - a 5xx without Idempotent-Replayed: true: the server failed this time (a 5xx
+//   an idempotent server keeps at all, it keeps briefly).
+// Everything else is the answer (call_status::answered) and is not sent again:
+// 2xx and 3xx; a replay (Idempotent-Replayed: true), whatever its status, is the
+// server's stored answer and would only come back; a 409 that is neither of the
+// above is a business conflict (an account that exists), which the same request
+// meets every time; every other 4xx (422 KeyReused included) says the request
+// itself is wrong. An invalid key, or a header holding NUL, CR or LF, throws
+// std::invalid_argument with nothing sent.
 [[nodiscard]] IDEM_API call_result send(httplib::Client& client, const outgoing_request& request,
                                         const retry_policy& policy = {});
 
