@@ -57,5 +57,7 @@ void run_postgresql_clients(const options& o, int clients, report& out);
 void run_sqlite_steady(const options& o, report& out);
 void run_postgresql_steady(const options& o, report& out);
 void run_postgresql_purge(const options& o, report& out);
+void run_sqlite_mapping(const options& o, report& out);
+void run_postgresql_mapping(const options& o, report& out);
 
 }  // namespace idem::bench

@@ -1,9 +1,11 @@
 // idem-bench: what idempotency costs, measured against the bare work in the same run.
-//   idem-bench [--scenario all|memory|sqlite|postgresql|pg-clients|sqlite-steady|pg-steady|pg-purge]
+//   idem-bench [--scenario all|memory|sqlite|postgresql|pg-clients|sqlite-steady|pg-steady|pg-purge|mapping-steady]
 //              [--seconds S] [--rounds N] [--sqlite-dir D] [--postgresql CONNINFO] [--clients N] [--rows N]
 //              [--client-counts 1,8,16] [--expired N]
 // "all" runs the hot-row scenarios; the steady-state ones prefill their tables
-// first (--rows records) and run on their own.
+// first (--rows records) and run on their own. mapping-steady: the steady-state
+// transfer through mapped objects against the same statements by hand (SQLite,
+// and PostgreSQL with --postgresql).
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -80,12 +82,14 @@ int main(int argc, char** argv) {
 #ifdef IDEM_BENCH_SQLITE
     if (scenario == "all" || scenario == "sqlite") idem::bench::run_sqlite(o, out);
     if (scenario == "sqlite-steady") idem::bench::run_sqlite_steady(o, out);
+    if (scenario == "mapping-steady") idem::bench::run_sqlite_mapping(o, out);
 #endif
 #ifdef IDEM_BENCH_POSTGRESQL
     if ((scenario == "all" || scenario == "postgresql") && !o.postgresql.empty()) idem::bench::run_postgresql(o, out);
     if (scenario == "pg-clients") idem::bench::run_postgresql_clients(o, o.clients, out);
     if (scenario == "pg-steady") idem::bench::run_postgresql_steady(o, out);
     if (scenario == "pg-purge") idem::bench::run_postgresql_purge(o, out);
+    if (scenario == "mapping-steady" && !o.postgresql.empty()) idem::bench::run_postgresql_mapping(o, out);
 #endif
     out.print_json();
     return 0;

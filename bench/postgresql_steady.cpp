@@ -20,6 +20,7 @@
 #include "idem/transaction_runner.hpp"
 #include "pq.hpp"
 #include "steady_state.hpp"
+#include "steady_tables.hpp"
 
 namespace idem::bench {
 namespace {
@@ -218,6 +219,10 @@ void optimistic(client& c, std::uint64_t id, const layout& table) {
 }
 
 }  // namespace
+
+void prefill_postgresql_steady(soci::session& s, std::size_t rows) {
+    prefill(native(s), rows);
+}
 
 void run_postgresql_steady(const options& o, report& out) {
     soci::session admin;

@@ -21,6 +21,7 @@
 #include "idem/sqlite_store.hpp"
 #include "idem/transaction_runner.hpp"
 #include "steady_state.hpp"
+#include "steady_tables.hpp"
 
 namespace idem::bench {
 namespace {
@@ -317,6 +318,10 @@ void run_at_page_size(const options& o, report& out, int page_size) {
 }
 
 }  // namespace
+
+void prefill_sqlite_steady(soci::session& s, std::size_t rows) {
+    prefill(native(s), rows);
+}
 
 void run_sqlite_steady(const options& o, report& out) {
     // SQLite's default page size, then smaller and larger pages: a random

@@ -32,7 +32,8 @@ struct IDEM_LOCAL database::impl {
     idem::executor exec;
     std::function<void(soci::session&)> open_session;
     // PostgreSQL stores need READ COMMITTED; SQLite transactions are always serializable.
-    transaction_options session_options{.isolation = isolation_level::read_committed};
+    transaction_options session_options{.isolation = isolation_level::read_committed,
+                                        .transaction_pooler = options.transaction_pooler};
     std::unique_ptr<detail::session_pool> pool;
 
     impl(database_url u, database_options o, opened_store s)
@@ -128,10 +129,7 @@ borrowed_session database::borrow(soci::session& session) {
 }
 
 borrowed_session::borrowed_session(database& db, soci::session& session)
-    // PostgreSQL stores need READ COMMITTED; SQLite transactions are always serializable.
-    : db_(&db),
-      runner_(std::make_unique<transaction_runner>(
-          session, transaction_options{.isolation = isolation_level::read_committed})) {}
+    : db_(&db), runner_(std::make_unique<transaction_runner>(session, db.impl_->session_options)) {}
 borrowed_session::borrowed_session(borrowed_session&&) noexcept = default;
 borrowed_session& borrowed_session::operator=(borrowed_session&&) noexcept = default;
 borrowed_session::~borrowed_session() = default;
@@ -163,6 +161,10 @@ void database::run_unit(transaction_runner* on,
             const bool in_doubt = runner != nullptr && runner->last_state() == transaction_state::in_doubt;
             // A transaction whose end is unknown may still be open on its connection: never lend it again.
             if (in_doubt && lease) lease->discard();
+            // It committed, and what failed came after (an after_commit hook): nothing
+            // rolled back, and running the unit of work again would do it twice.
+            if (run.committing && runner != nullptr && runner->last_state() == transaction_state::committed)
+                std::rethrow_exception(failure);
             try {
                 std::rethrow_exception(failure);
             } catch (transaction_in_doubt&) {

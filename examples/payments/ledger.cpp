@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "request.hpp"
 
 namespace payments {
@@ -12,16 +14,6 @@ namespace {
 long long changed_rows(soci::statement&& st) {
     st.execute(true);
     return st.get_affected_rows();
-}
-
-// Adds `amount` to `account` if the result stays within [0, max_balance]; the
-// bound is computed here, where both operands are known to be small.
-bool add(soci::session& sql, const std::string& account, long long amount) {
-    const long long floor = amount < 0 ? -amount : 0;
-    const long long ceiling = amount > 0 ? max_balance - amount : max_balance;
-    return changed_rows((sql.prepare << "UPDATE accounts SET balance = balance + :amount "
-                                        "WHERE id = :id AND balance >= :floor AND balance <= :ceiling",
-                         soci::use(amount), soci::use(account), soci::use(floor), soci::use(ceiling))) == 1;
 }
 
 }  // namespace
@@ -43,9 +35,9 @@ void create_schema(idem::database& db) {
 }
 
 bool open_account(idem::unit_of_work& uow, const std::string& id, long long balance) {
-    return changed_rows((uow.sql().prepare << "INSERT INTO accounts (id, balance) VALUES (:id, :balance) "
-                                              "ON CONFLICT (id) DO NOTHING",
-                         soci::use(id), soci::use(balance))) == 1;
+    if (uow.find<account>(id) != nullptr) return false;
+    uow.add(account{id, balance});  // INSERTed before COMMIT, with the record
+    return true;
 }
 
 long long balance_of(soci::session& sql, const std::string& id) {
@@ -56,54 +48,52 @@ long long balance_of(soci::session& sql, const std::string& id) {
 
 void move_money(idem::unit_of_work& uow, const std::string& id, const std::string& from, const std::string& to,
                 long long amount) {
-    soci::session& sql = uow.sql();
-    const auto debit = [&] {
-        if (add(sql, from, -amount)) return;
-        if (balance_of(sql, from) < 0) throw rejected(404, "Payments.UnknownAccount", "no such account: from");
-        throw rejected(422, "Payments.InsufficientFunds", "insufficient funds");
-    };
-    const auto credit = [&] {
-        if (add(sql, to, amount)) return;
-        if (balance_of(sql, to) < 0) throw rejected(404, "Payments.UnknownAccount", "no such account: to");
+    // Read in one order (by account id): on PostgreSQL each read locks its row
+    // (FOR UPDATE), so crossing transfers queue instead of deadlocking.
+    account* first = uow.find<account>(std::min(from, to));
+    account* second = uow.find<account>(std::max(from, to));
+    account* source = from < to ? first : second;
+    account* target = from < to ? second : first;
+    if (source == nullptr) throw rejected(404, "Payments.UnknownAccount", "no such account: from");
+    if (target == nullptr) throw rejected(404, "Payments.UnknownAccount", "no such account: to");
+    if (source->balance < amount) throw rejected(422, "Payments.InsufficientFunds", "insufficient funds");
+    if (target->balance > max_balance - amount)  // both are at most 10^15: no overflow
         throw rejected(422, "Payments.BalanceLimit", "the transfer would take the account past its limit");
-    };
-    // Rows locked in one order (by account id), so crossing transfers queue instead of deadlocking.
-    if (from < to) {
-        debit();
-        credit();
-    } else {
-        credit();
-        debit();
-    }
-    sql << "INSERT INTO transfers (id, from_account, to_account, amount) VALUES (:id, :f, :t, :a)", soci::use(id),
-        soci::use(from), soci::use(to), soci::use(amount);
+    source->balance -= amount;  // both written before COMMIT, with the transfer row
+    target->balance += amount;
+    uow.add(transfer{id, from, to, amount});
 }
 
 idem::webhook::handler_result apply_deposit(idem::unit_of_work& uow, std::string_view event_id, std::string_view body) {
     using idem::webhook::handler_result;
-    std::string account;
+    std::string to;
     long long amount = 0;
     try {
         const nlohmann::json event = parse_object(std::string(body), {"id", "account", "amount"});
         if (id_field(event, "id") != event_id) return handler_result::permanent_failure("the event id is malformed");
-        account = id_field(event, "account");
+        to = id_field(event, "account");
         amount = cents_field(event, "amount", 1, max_amount);
     } catch (const rejected& r) {
         return handler_result::permanent_failure(r.what());
     }
     soci::session& sql = uow.sql();
     const std::string id(event_id);
-    // The event claims its row first: a redelivery finds it and writes nothing.
+    // The event claims its row first, in one statement that cannot race: a
+    // redelivery finds it and writes nothing.
     if (changed_rows((sql.prepare << "INSERT INTO deposits (event_id, account, amount) VALUES (:e, :a, :m) "
                                      "ON CONFLICT (event_id) DO NOTHING",
-                      soci::use(id), soci::use(account), soci::use(amount))) == 0)
+                      soci::use(id), soci::use(to), soci::use(amount))) == 0)
         return handler_result::applied("already applied");
-    if (add(sql, account, amount)) return handler_result::applied();
     // A transient failure rolls the claim back with everything else; a permanent one
     // commits, so it withdraws the claim itself.
-    if (balance_of(sql, account) < 0) return handler_result::transient_failure("unknown account");
-    sql << "DELETE FROM deposits WHERE event_id = :e", soci::use(id);
-    return handler_result::permanent_failure("the account is at its limit");
+    account* credited = uow.find<account>(to);
+    if (credited == nullptr) return handler_result::transient_failure("unknown account");
+    if (credited->balance > max_balance - amount) {
+        sql << "DELETE FROM deposits WHERE event_id = :e", soci::use(id);
+        return handler_result::permanent_failure("the account is at its limit");
+    }
+    credited->balance += amount;
+    return handler_result::applied();
 }
 
 }  // namespace payments

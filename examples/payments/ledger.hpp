@@ -1,13 +1,49 @@
 // The payments service's money: accounts, transfers and provider deposits, in
-// the same database as idem's records, so both commit together. Every change is
-// one conditional UPDATE that checks its bounds as it writes, so a concurrent
-// request can never drive a balance below zero or past max_balance.
+// the same database as idem's records, so both commit together. Accounts and
+// transfers are mapped objects (idem/mapping.hpp): a balance is read, checked
+// against its bounds in C++ and written back by the unit of work. Accounts have
+// no version column, so PostgreSQL reads them FOR UPDATE: a concurrent request
+// for the same account waits for this one's COMMIT, then reads what it wrote,
+// and a balance can never go below zero or past max_balance (the tables' CHECK
+// constraints say so too).
 #pragma once
 
 #include <idem/database.hpp>
+#include <idem/mapping.hpp>
 #include <idem/webhook.hpp>
 
 #include <string>
+#include <tuple>
+
+namespace payments {
+
+struct account {
+    std::string id;
+    long long balance = 0;  // cents
+};
+
+struct transfer {
+    std::string id;
+    std::string from, to;
+    long long amount = 0;  // cents
+};
+
+}  // namespace payments
+
+template <>
+struct idem::mapping<payments::account> {
+    static constexpr auto table = "accounts";
+    static constexpr auto columns =
+        std::tuple(key("id", &payments::account::id), column("balance", &payments::account::balance));
+};
+
+template <>
+struct idem::mapping<payments::transfer> {
+    static constexpr auto table = "transfers";
+    static constexpr auto columns =
+        std::tuple(key("id", &payments::transfer::id), column("from_account", &payments::transfer::from),
+                   column("to_account", &payments::transfer::to), column("amount", &payments::transfer::amount));
+};
 
 namespace payments {
 

@@ -1,8 +1,10 @@
 // Move money between two accounts in one transaction with an idempotent
 // transfer command, on SQLite or PostgreSQL: the same key twice moves the money
 // once; a transfer that fails rolls back, leaves no record, and can be retried
-// with the same key. The transfer is a struct SOCI maps; once() returns it, and
-// a replay reads the committed row back through the same mapping.
+// with the same key. Accounts and transfers are mapped objects: the unit of work
+// loads them, tracks what changed and writes it before the record, an account
+// WHERE its version is the one read; once() returns the transfer, and a replay
+// reads the committed row back through the same mapping.
 //
 //   idem-transfer [--db URL]     sqlite:PATH or PATH.db (default: a temporary file, removed at exit),
 //                                postgresql://... or "host=... dbname=..."
@@ -17,10 +19,17 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 namespace bank {
 
 // readme:begin database-row
+struct account {
+    std::string id;
+    long long balance = 0;  // cents
+    long long version = 0;  // moves on with every write: a concurrent one is a stale write, run again
+};
+
 struct transfer {
     std::string id;  // the business row's own id, new for every run (see "Observe-safe writes")
     std::string from, to;
@@ -40,30 +49,23 @@ std::string new_id() {
 }  // namespace bank
 
 // readme:begin database-mapping
-// SOCI's own mapping of the row: used to write it (soci::use) and read it (soci::into).
+// One declaration per type, and nothing else: the table, the key, the columns.
+// It is SOCI's mapping too (soci::use(t), soci::into(t)), and what lets once()
+// return a transfer: the record keeps its id, and a replay reads the row back.
 template <>
-struct soci::type_conversion<bank::transfer> {
-    using base_type = soci::values;
-    static void from_base(const soci::values& v, soci::indicator, bank::transfer& t) {
-        t = {v.get<std::string>("id"), v.get<std::string>("from_account"), v.get<std::string>("to_account"),
-             v.get<long long>("amount")};
-    }
-    static void to_base(const bank::transfer& t, soci::values& v, soci::indicator& ind) {
-        v.set("id", t.id), v.set("from_account", t.from), v.set("to_account", t.to), v.set("amount", t.amount);
-        ind = soci::i_ok;
-    }
+struct idem::mapping<bank::account> {  // in here, key, column and version need no idem::
+    static constexpr auto table = "accounts";
+    static constexpr auto columns =
+        std::tuple(key("id", &bank::account::id), column("balance", &bank::account::balance),
+                   version("version", &bank::account::version));
 };
 
-// What lets once() return a transfer with no codec: the record keeps the row's id,
-// and a replay reads that row back (in the replaying transaction) through the mapping.
 template <>
-struct idem::stored_row<bank::transfer> {
-    static std::string key(const bank::transfer& t) { return t.id; }
-    static std::optional<bank::transfer> read(soci::session& sql, const std::string& id) {
-        bank::transfer t;
-        sql << "SELECT * FROM transfers WHERE id = :id", soci::use(id), soci::into(t);
-        return sql.got_data() ? std::optional(t) : std::nullopt;
-    }
+struct idem::mapping<bank::transfer> {
+    static constexpr auto table = "transfers";
+    static constexpr auto columns =
+        std::tuple(key("id", &bank::transfer::id), column("from_account", &bank::transfer::from),
+                   column("to_account", &bank::transfer::to), column("amount", &bank::transfer::amount));
 };
 // readme:end database-mapping
 
@@ -77,18 +79,13 @@ transfer move_money(idem::database& db, const std::string& key, transfer t) {
     const idem::record_key record{"bank.transfer", idem::scope::client("teller"), key};
     const std::string fingerprint = t.from + ">" + t.to + ":" + std::to_string(t.amount);
     auto e = db.once(record, fingerprint, [&](idem::unit_of_work& uow) {
+        account& from = uow.get<account>(t.from);  // read once per unit of work, then tracked
+        account& to = uow.get<account>(t.to);
+        if (from.balance < t.amount) throw insufficient_funds();  // rolls back: no money moved, no record
+        from.balance -= t.amount;  // written when the work returns: UPDATE ... WHERE version = the one read
+        to.balance += t.amount;
         t.id = new_id();
-        long long left = 0;
-        uow.sql() << "UPDATE accounts SET balance = balance - :amount WHERE id = :id AND balance >= :needed "
-                     "RETURNING balance",
-            soci::use(t.amount), soci::use(t.from), soci::use(t.amount), soci::into(left);
-        if (!uow.sql().got_data()) throw insufficient_funds();  // rolls back: no money moved, no record
-        uow.sql() << "UPDATE accounts SET balance = balance + :amount WHERE id = :id", soci::use(t.amount),
-            soci::use(t.to);
-        uow.sql() << "INSERT INTO transfers (id, from_account, to_account, amount) "
-                     "VALUES (:id, :from_account, :to_account, :amount)",
-            soci::use(t);
-        return t;
+        return uow.add(t);  // INSERTed with them, before the record
     });
     if (!e.has_value()) throw std::invalid_argument("this key was used for another transfer");
     return e.value();  // executed now, or the first run's transfer, read back
@@ -127,16 +124,13 @@ std::string describe(const transfer& t) {
 int run(const std::string& url, const std::string& prefix) {
     // readme:begin database-open
     idem::database db = idem::database::open(url, {.pool_size = 4});
-    db.migrate();  // idem's schema; safe to repeat
-    db.transact([](idem::unit_of_work& uow) {
-        uow.sql() << "CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, balance BIGINT NOT NULL)";
-        uow.sql() << "CREATE TABLE IF NOT EXISTS transfers (id TEXT PRIMARY KEY, from_account TEXT NOT NULL, "
-                     "to_account TEXT NOT NULL, amount BIGINT NOT NULL)";
-    });
+    db.migrate();                // idem's schema; safe to repeat
+    db.create_table<account>();  // for the example: a service's tables are its own migrations
+    db.create_table<transfer>();
     // readme:end database-open
     db.transact([](idem::unit_of_work& uow) {
-        uow.sql() << "INSERT INTO accounts (id, balance) VALUES ('alice', 100), ('bob', 0)"
-                     " ON CONFLICT (id) DO UPDATE SET balance = excluded.balance";
+        uow.sql() << "INSERT INTO accounts (id, balance, version) VALUES ('alice', 100, 0), ('bob', 0, 0)"
+                     " ON CONFLICT (id) DO UPDATE SET balance = excluded.balance, version = accounts.version + 1";
     });
     auto show = [&](const char* when) {
         std::cout << when << ": alice " << balance(db, "alice") << ", bob " << balance(db, "bob") << "\n";
@@ -156,8 +150,7 @@ int run(const std::string& url, const std::string& prefix) {
         std::cout << "transfer-2: " << e.what() << ", rolled back\n";
     }
     show("after the failed transfer-2");
-    db.transact(
-        [](idem::unit_of_work& uow) { uow.sql() << "UPDATE accounts SET balance = balance + 500 WHERE id = 'alice'"; });
+    db.transact([](idem::unit_of_work& uow) { uow.get<account>("alice").balance += 500; });
     std::cout << "transfer-2 retried: " << describe(move_money(db, prefix + "transfer-2", {"", "alice", "bob", 500}))
               << "\n";
     show("end");

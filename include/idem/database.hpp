@@ -22,6 +22,7 @@
 #include <chrono>
 #include <concepts>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -35,6 +36,7 @@
 #include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
 #include "idem/export.hpp"
+#include "idem/mapping.hpp"
 #include "idem/sqlite_options.hpp"
 #include "idem/store_admin.hpp"
 #include "idem/transaction_runner.hpp"
@@ -68,40 +70,32 @@ struct database_options {
     bool transaction_pooler = false;
 };
 
-// Declare it for a struct SOCI already maps (soci::type_conversion) to return it
-// from once() without a codec: the record keeps the row's key, and a replay reads
-// the row back through the same mapping, in the replaying transaction, so it
-// shows what the first run committed (keep such rows immutable).
-//
-//   template <> struct idem::stored_row<transfer> {
-//       static std::string key(const transfer& t) { return t.id; }
-//       static std::optional<transfer> read(soci::session& sql, const std::string& id) {
-//           transfer t;
-//           sql << "SELECT * FROM transfers WHERE id = :id", soci::use(id), soci::into(t);
-//           return sql.got_data() ? std::optional(t) : std::nullopt;
-//       }
-//   };
-template <class T>
-struct stored_row;
-
 namespace detail {
 
-template <class T>
-concept has_stored_row = requires(const T& value, soci::session& sql, const std::string& key) {
-    { stored_row<T>::key(value) } -> std::convertible_to<std::string>;
-    { stored_row<T>::read(sql, key) } -> std::same_as<std::optional<T>>;
-};
-
-// A stored_row type: the row's key in the record, the row read back on replay.
-template <has_stored_row T>
-class row_codec final : public result_codec<T> {
+// A mapped result (idem/mapping.hpp): the record keeps the row's key, and a
+// replay reads the row back through the mapping, in the replaying transaction.
+template <mapped T>
+class mapped_codec final : public result_codec<T> {
 public:
-    explicit row_codec(unit_of_work& uow) noexcept : uow_(uow) {}
-    [[nodiscard]] std::string serialize(const T& value) const override { return stored_row<T>::key(value); }
+    explicit mapped_codec(unit_of_work& uow) noexcept : uow_(uow) {}
+    [[nodiscard]] std::string serialize(const T& value) const override {
+        const table& type = table_of<T>();
+        cell key;
+        type.fields[type.key].read(&value, key);
+        return key_text(type, key);
+    }
     [[nodiscard]] T deserialize(std::string_view payload) const override {
-        std::optional<T> row = stored_row<T>::read(uow_.sql(), std::string(payload));
-        if (!row) throw std::runtime_error("idem: the row a record names is gone");
-        return std::move(*row);
+        const table& type = table_of<T>();
+        cell key;
+        if (type.fields[type.key].kind == field_kind::text)
+            key.text = std::string(payload);
+        else
+            key.integer =
+                parse_signed(payload, std::numeric_limits<long long>::min(), std::numeric_limits<long long>::max());
+        T row{};
+        if (!mapped_session::read(uow_, type, key, &row))
+            throw std::runtime_error("idem: the row a record names is gone");
+        return row;
     }
 
 private:
@@ -109,15 +103,15 @@ private:
 };
 
 // The codec once() uses when it is given none: the result type's default_codec,
-// or a stored_row type's row_codec, which reads the row back in `uow`.
+// or a mapped type's mapped_codec, which reads the row back in `uow`.
 template <class R>
 auto codec_in(unit_of_work& uow) {
-    if constexpr (has_stored_row<R>) {
-        return row_codec<R>(uow);
+    if constexpr (mapped<R>) {
+        return mapped_codec<R>(uow);
     } else {
         static_assert(has_default_codec<R>,
                       "idem::database::once: this result type has no default codec; pass a codec "
-                      "(idem::make_codec), or declare idem::stored_row<T> for a row SOCI maps");
+                      "(idem::make_codec), or map it (idem::mapping<T>, idem/mapping.hpp)");
         return default_codec<R>{};
     }
 }
@@ -182,9 +176,10 @@ public:
 
     // Runs work(unit_of_work&) at most once per key: the work's writes and the
     // completed record in one transaction (on PostgreSQL with no round trip beyond
-    // the work's statements). The result type picks the codec (default_codec):
+    // the work's statements). The work's changed objects are flushed when it
+    // returns, before the record. The result type picks the codec (default_codec):
     // std::string stores itself, integers their decimal text, void nothing, a
-    // stored_row type its row's key; anything else needs a codec.
+    // mapped type its row's key; anything else needs a codec.
     template <class Work>
     auto once(const record_key& key, std::string_view fingerprint, Work&& work, const execution_options& options = {}) {
         return once_on(nullptr, key, fingerprint, work, options);
@@ -197,6 +192,14 @@ public:
                       const execution_options& options = {}) {
         return once_with<T>(nullptr, key, fingerprint, work, options,
                             [&](unit_of_work&) -> const result_codec<T>& { return codec; });
+    }
+
+    // CREATE TABLE IF NOT EXISTS for a mapped type, with column types from its
+    // members (for examples and tests: production schemas are the application's
+    // migrations).
+    template <mapped T>
+    void create_table() {
+        transact([](unit_of_work& uow) { detail::mapped_session::create_table(uow, detail::table_of<T>()); });
     }
 
     // The same units of work on a session the application owns (opened on the
@@ -339,7 +342,8 @@ execution<T> database::once_with(transaction_runner* on, const record_key& key, 
             [&](unit_of_work& uow, detail::owned_run& owned) {
                 run.committing = false;
                 decltype(auto) codec = make_codec(uow);
-                auto bound = [&]() -> T { return work(uow); };
+                // The work's held-back writes (its changed objects) go before the record.
+                auto bound = [&]() -> T { return detail::flushed(uow, work); };
                 execution<T> e = detail::executor_access::execute_in(executor(), uow, key, fingerprint, options, bound,
                                                                      codec, {}, &owned);
                 commit = detail::commits(e, codec);

@@ -14,6 +14,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "idem/export.hpp"
@@ -29,6 +30,7 @@ enum class error_category {
     configuration,  // options or wiring that cannot work
     cancelled,      // the caller cancelled before the operation started
     transaction,    // a transaction could not be committed or rolled back
+    data,           // a mapped row is missing, or does not fit its mapping
 };
 
 class IDEM_API error : public std::runtime_error {
@@ -85,6 +87,56 @@ public:
 private:
     store_failure failure_;
     std::string native_code_;
+};
+
+// A concurrent transaction changed or removed a row this unit of work read
+// (its version moved on, or it is gone) before this one wrote it: transient, so
+// idem::database runs the whole unit of work again, on what is there now.
+class IDEM_API stale_write : public store_error {
+public:
+    stale_write(std::string type, std::string table)
+        : store_error(store_failure::conflict,
+                      "idem: a " + type + " (table " + table +
+                          ") changed or went away since this unit of work read it; nothing was written"),
+          type_(std::move(type)) {}
+
+    // The mapped C++ type, as the compiler names it.
+    [[nodiscard]] const std::string& type() const noexcept { return type_; }
+
+private:
+    std::string type_;
+};
+
+// unit_of_work::get<T>(key) found no row with that key (or the unit of work
+// removed it). The key itself is not in the message: it may be a customer's.
+class IDEM_API not_found : public error {
+public:
+    not_found(std::string type, const std::string& table)
+        : error(error_category::data, "idem: there is no " + type + " with that key (table " + table + ")"),
+          type_(std::move(type)) {}
+
+    [[nodiscard]] const std::string& type() const noexcept { return type_; }
+
+private:
+    std::string type_;
+};
+
+// A row does not fit its mapping (idem/mapping.hpp): NULL in a member that is
+// no std::optional, a value past the member's range or of another kind. Names
+// the type and the column, never the value; nothing was read into the object.
+class IDEM_API mapping_error : public error {
+public:
+    mapping_error(std::string type, std::string column, const std::string& why)
+        : error(error_category::data, "idem: column " + column + " of " + type + ": " + why),
+          type_(std::move(type)),
+          column_(std::move(column)) {}
+
+    [[nodiscard]] const std::string& type() const noexcept { return type_; }
+    [[nodiscard]] const std::string& column() const noexcept { return column_; }
+
+private:
+    std::string type_;
+    std::string column_;
 };
 
 // Invalid options: every invalid field is named, with why.

@@ -85,7 +85,7 @@ struct unit {};
 
 // The codec for results of type T when the call names none. Defined for
 // std::string (stored as it is), integers (decimal text) and detail::unit
-// (void results); idem::database adds rows it can read back (stored_row).
+// (void results); idem::database adds mapped rows it can read back (idem/mapping.hpp).
 template <class T>
 class default_codec {
     static_assert(detail::no_default_codec<T>,

@@ -44,6 +44,11 @@ struct IDEM_API transaction_options {
     // PostgreSQL only (transactional stores need read_committed there);
     // SQLite transactions are always serializable.
     isolation_level isolation = isolation_level::database_default;
+    // PostgreSQL behind a pooler in transaction mode (PgBouncer
+    // pool_mode=transaction): the next transaction may run on another server
+    // connection, so the mapped objects' statements are not kept prepared
+    // beyond the one they ran in.
+    bool transaction_pooler = false;
 };
 
 class IDEM_API transaction_runner {

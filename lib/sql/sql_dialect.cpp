@@ -24,6 +24,18 @@ std::unique_ptr<sql_connection> sql_dialect::connect(soci::session& session, std
 
 void sql_dialect::translate_error(std::string_view, soci::session*) const {}
 
+std::string sql_dialect::column_type(field_kind kind, long long max) const {
+    switch (kind) {
+        case field_kind::text: return "TEXT";
+        case field_kind::real: return "DOUBLE PRECISION";
+        case field_kind::boolean: return "BOOLEAN";
+        case field_kind::integer: break;
+    }
+    if (max <= 32767) return "SMALLINT";
+    if (max <= 2147483647) return "INTEGER";
+    return "BIGINT";
+}
+
 void register_dialect(const sql_dialect& dialect) noexcept {
     for (auto& slot : registered) {
         const sql_dialect* current = nullptr;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "idem/detail/mapped_table.hpp"
 #include "idem/export.hpp"
 #include "idem/transaction_runner.hpp"
 
@@ -36,6 +37,13 @@ public:
     // A statement that queues concurrent migrations, run first in their
     // transaction; empty when the dialect needs none.
     [[nodiscard]] virtual std::string_view migration_lock() const noexcept { return {}; }
+    // What a SELECT of mapped rows ends with to hold them until COMMIT (" FOR
+    // UPDATE"); empty where writers are serialised anyway (SQLite).
+    [[nodiscard]] virtual std::string_view lock_clause() const noexcept { return {}; }
+    // The column type of a mapped member in db.create_table<T>(); `max` is an
+    // integer member's largest value. By default SQL's own names, which SQLite
+    // reads with the affinities (and SOCI with the types) the members need.
+    [[nodiscard]] virtual std::string column_type(field_kind kind, long long max) const;
 
 protected:
     sql_dialect() = default;

@@ -1,6 +1,6 @@
-// What a runner's transaction offers idem's SQL stores beyond
-// idem::transaction, reached through transaction::internals(): its dialect,
-// state kept per connection (prepared statements) and the fast path.
+// What a runner's transaction offers idem's SQL stores and the mapped objects
+// beyond idem::unit_of_work, reached through unit_of_work::internals(): its
+// dialect, state kept per connection (prepared statements), and the fast path.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,11 @@ public:
     // A slot per owner (a store) that lives as long as this connection's
     // runner, for per-connection state such as prepared statements.
     [[nodiscard]] virtual std::shared_ptr<void>& connection_cache(std::uint64_t owner) = 0;
+
+    // Whether a statement prepared on this connection may serve later
+    // transactions: not behind a pooler in transaction mode, where the next one
+    // may run on another server connection.
+    [[nodiscard]] virtual bool keeps_statements() const noexcept = 0;
 
 protected:
     ~sql_transaction() = default;

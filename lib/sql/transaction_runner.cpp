@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "idem/detail/unit_state.hpp"
 #include "idem/error.hpp"
 #include "sql/open_transactions.hpp"
 #include "sql/sql_connection.hpp"
@@ -37,7 +38,8 @@ public:
     impl(soci::session& session, const transaction_options& options)
         : session_(session),
           dialect_(detail::dialect_of(session)),
-          connection_(dialect_.connect(session, dialect_.begin_sql(options))) {}
+          connection_(dialect_.connect(session, dialect_.begin_sql(options))),
+          keeps_statements_(!options.transaction_pooler) {}
 
     ~impl() override {
         if (!open_ || begin_held_) return;
@@ -59,6 +61,13 @@ public:
     // detail::sql_transaction
     [[nodiscard]] const detail::sql_dialect& dialect() const noexcept override { return dialect_; }
     std::shared_ptr<void>& connection_cache(std::uint64_t owner) override { return cache_[owner]; }
+    detail::unit_state& features() override {
+        require_usable();
+        if (!unit_) unit_ = std::make_unique<detail::unit_state>(depth_);
+        return *unit_;
+    }
+    detail::unit_state* features_if_any() noexcept override { return unit_.get(); }
+    [[nodiscard]] bool keeps_statements() const noexcept override { return keeps_statements_; }
 
     [[nodiscard]] bool open() const noexcept { return open_; }
     [[nodiscard]] bool ran() const noexcept { return ran_; }
@@ -74,6 +83,7 @@ public:
         open_ = ran_ = true;
         state_ = transaction_state::active;
         depth_ = 0;
+        unit_.reset();
         ++serial_;
     }
 
@@ -84,8 +94,19 @@ public:
             rollback(nullptr);
             throw refused;
         }
+        if (unit_) {
+            // What the unit of work holds back (its changed objects, ...) and its
+            // before_commit hooks, while the transaction can still roll back.
+            try {
+                unit_->prepare_commit(*this);
+            } catch (...) {
+                rollback(std::current_exception());
+                throw;
+            }
+        }
         if (begin_held_) {  // nothing was sent: there is nothing to commit
             close(transaction_state::committed);
+            finish_unit(detail::unit_end::committed, false);
             return;
         }
         try {
@@ -108,6 +129,7 @@ public:
             throw;
         }
         close(transaction_state::committed);
+        finish_unit(detail::unit_end::committed, false);
     }
 
     // Rolls the whole transaction back; `cause` is the exception that led here,
@@ -116,6 +138,7 @@ public:
         deferred_.reset();
         if (begin_held_) {
             close(transaction_state::rolled_back);
+            finish_unit(detail::unit_end::rolled_back, cause != nullptr);
             return;
         }
         try {
@@ -126,12 +149,14 @@ public:
                 // commit any more, unless the COMMIT sent before reached it.
                 // The caller rethrows why it rolled back (a connection_lost store_error after a COMMIT).
                 close(after_commit ? transaction_state::in_doubt : transaction_state::rolled_back);
+                finish_unit(detail::unit_end::rolled_back, true);
                 return;
             }
             close(transaction_state::in_doubt);
             throw_in_doubt("ROLLBACK", failure, cause);
         }
         close(transaction_state::rolled_back);
+        finish_unit(detail::unit_end::rolled_back, cause != nullptr);
     }
 
     // detail::fast_path
@@ -156,20 +181,28 @@ protected:
     std::string begin_savepoint() override {
         require_usable();
         flush();
+        // What the unit of work holds back belongs before the savepoint, so that a
+        // rollback to it undoes only what came after.
+        if (unit_) unit_->flush(*this);
         std::string name = "idem_savepoint_" + std::to_string(depth_ + 1);
         connection_->execute("SAVEPOINT " + name, "SAVEPOINT");
         ++depth_;
+        if (unit_) unit_->savepoint_opened(depth_);
         return name;
     }
 
     void release_savepoint(const std::string& name) override {
+        // Inside the savepoint: a failure here still rolls back to it.
+        if (unit_) unit_->flush(*this);
         connection_->execute("RELEASE " + name, "RELEASE SAVEPOINT");
+        if (unit_) unit_->savepoint_released(depth_);
         --depth_;
     }
 
     void rollback_to_savepoint(const std::string& name) override {
         const std::exception_ptr cause = std::current_exception();
-        --depth_;
+        const int depth = depth_--;
+        if (unit_) unit_->savepoint_rolled_back(depth);
         try {
             connection_->execute("ROLLBACK TO " + name, "ROLLBACK TO SAVEPOINT");
             connection_->execute("RELEASE " + name, "RELEASE SAVEPOINT");
@@ -213,6 +246,15 @@ private:
         depth_ = 0;
         fast_ = begin_held_ = false;
         deferred_.reset();
+        // An end in doubt runs no hook: neither after_commit nor after_rollback is known to be true.
+        if (final_state == transaction_state::in_doubt) finish_unit(detail::unit_end::in_doubt, true);
+    }
+
+    // The transaction is known to have ended: its hooks run with the unit's state
+    // already dropped (a hook may start another unit of work on this runner).
+    void finish_unit(detail::unit_end how, bool quiet) {
+        const std::unique_ptr<detail::unit_state> ended = std::move(unit_);
+        if (ended) ended->finish(how, quiet);
     }
 
     soci::session& session_;
@@ -220,6 +262,8 @@ private:
     std::unique_ptr<detail::sql_connection> connection_;
     std::unordered_map<std::uint64_t, std::shared_ptr<void>> cache_;
     std::unique_ptr<detail::deferred_statement> deferred_;
+    std::unique_ptr<detail::unit_state> unit_;  // created on first use, dropped when the transaction ends
+    bool keeps_statements_;
     transaction_state state_ = transaction_state::committed;
     bool open_ = false;
     bool ran_ = false;

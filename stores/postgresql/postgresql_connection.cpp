@@ -100,6 +100,10 @@ public:
         }
     }
 
+    // Under READ COMMITTED a row read FOR UPDATE cannot change before COMMIT:
+    // a concurrent writer waits, then sees what this transaction wrote.
+    [[nodiscard]] std::string_view lock_clause() const noexcept override { return " FOR UPDATE"; }
+
     // pg_advisory_xact_lock key: "idem" in ASCII. Concurrent CREATE TABLE IF NOT
     // EXISTS can fail on PostgreSQL, so every migrating process queues here first.
     [[nodiscard]] std::string_view migration_lock() const noexcept override {

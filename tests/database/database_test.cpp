@@ -17,54 +17,13 @@
 #include "idem/database.hpp"
 #include "idem/sqlite_store.hpp"
 #include "idem/store_registry.hpp"
+#include "mapped_bank.hpp"
 #include "recording_sink.hpp"
 #include "temp_dir.hpp"
 #ifdef IDEM_TEST_POSTGRESQL
 #include "idem/postgresql_store.hpp"
 #include "postgres_server.hpp"
 #endif
-
-namespace bank {
-
-struct transfer {
-    std::string id;
-    std::string from;
-    std::string to;
-    long long amount = 0;
-};
-
-}  // namespace bank
-
-// The business row's mapping, as a SOCI user writes it anyway.
-template <>
-struct soci::type_conversion<bank::transfer> {
-    using base_type = soci::values;
-    static void from_base(const soci::values& v, soci::indicator, bank::transfer& t) {
-        t.id = v.get<std::string>("id");
-        t.from = v.get<std::string>("from_account");
-        t.to = v.get<std::string>("to_account");
-        t.amount = v.get<long long>("amount");
-    }
-    static void to_base(const bank::transfer& t, soci::values& v, soci::indicator& ind) {
-        v.set("id", t.id);
-        v.set("from_account", t.from);
-        v.set("to_account", t.to);
-        v.set("amount", t.amount);
-        ind = soci::i_ok;
-    }
-};
-
-// What lets once() return a transfer without a codec: the row's key, and how to read it back.
-template <>
-struct idem::stored_row<bank::transfer> {
-    static std::string key(const bank::transfer& t) { return t.id; }
-    static std::optional<bank::transfer> read(soci::session& sql, const std::string& id) {
-        bank::transfer t;
-        sql << "SELECT id, from_account, to_account, amount FROM transfers WHERE id = :id", soci::use(id),
-            soci::into(t);
-        return sql.got_data() ? std::optional(t) : std::nullopt;
-    }
-};
 
 namespace {
 
@@ -332,36 +291,6 @@ TEST_CASE("once: key reused, a throw leaves nothing and the retry executes, void
         CHECK(again.status() == execution_status::replayed);
         CHECK(again.value() == 42);
         CHECK(balance(db, "bob") == 6);
-    }
-}
-
-TEST_CASE("once: a struct SOCI maps is returned, stored as its row's key and replayed by reading the row") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
-        const bank::transfer t{"t-1", "alice", "bob", 250};
-        auto work = [&](idem::unit_of_work& uow) {
-            uow.sql() << "INSERT INTO transfers (id, from_account, to_account, amount) "
-                         "VALUES (:id, :from_account, :to_account, :amount)",
-                soci::use(t);
-            move(uow, t.amount);
-            return t;
-        };
-        auto first = db.once(key_of("t-1"), "fp", work);
-        auto replay = db.once(key_of("t-1"), "fp", work);
-        REQUIRE(replay.status() == execution_status::replayed);
-        CHECK(first.value().id == "t-1");
-        CHECK(replay.value().from == "alice");
-        CHECK(replay.value().to == "bob");
-        CHECK(replay.value().amount == 250);
-        CHECK(balance(db, "bob") == 250);
-        auto state = db.admin().inspect(key_of("t-1").digest(), true);
-        REQUIRE(state.has_value());
-        CHECK(state->payload == std::optional<std::string>("t-1"));
-
-        // The row is gone: a replay cannot make one up.
-        db.transact([](idem::unit_of_work& uow) { uow.sql() << "DELETE FROM transfers"; });
-        CHECK_THROWS_AS(db.once(key_of("t-1"), "fp", work), idem::store_error);
     }
 }
 

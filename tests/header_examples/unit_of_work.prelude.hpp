@@ -7,3 +7,17 @@
 
 extern idem::database& db;
 void write_optional_audit_row(soci::session& sql);
+
+#include <string>
+
+#include "idem/mapping.hpp"
+
+struct account {
+    std::string id;
+    long long balance = 0;
+};
+template <>
+struct idem::mapping<account> {
+    static constexpr auto table = "accounts";
+    static constexpr auto columns = std::tuple(key("id", &account::id), column("balance", &account::balance));
+};

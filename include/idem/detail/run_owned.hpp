@@ -80,7 +80,9 @@ execution<T> run_owned(executor& exec, transaction_runner& runner, Call&& call, 
             failure = std::current_exception();
         }
         if (!lost) executor_access::settle(exec, owned);
-        if (!owned.unreserved || runner.last_state() == transaction_state::in_doubt || attempt == attempts)
+        // A transaction that committed (a hook failed after it) or whose end is unknown has no winner to ask.
+        if (!owned.unreserved || runner.last_state() == transaction_state::in_doubt ||
+            runner.last_state() == transaction_state::committed || attempt == attempts)
             std::rethrow_exception(failure);
         owned_run answering{.owns = true, .answer_only = true};
         try {
@@ -92,6 +94,21 @@ execution<T> run_owned(executor& exec, transaction_runner& runner, Call&& call, 
             // The failure that led here is the one to report.
         }
         if (!lost) std::rethrow_exception(failure);
+    }
+}
+
+// Runs operation(uow), then flushes what the unit of work holds back (its
+// changed mapped objects), so that those writes precede the record the executor
+// writes next.
+template <class Operation>
+decltype(auto) flushed(unit_of_work& uow, Operation& operation) {
+    if constexpr (std::is_void_v<std::invoke_result_t<Operation&, unit_of_work&>>) {
+        operation(uow);
+        uow.flush();
+    } else {
+        decltype(auto) result = operation(uow);
+        uow.flush();
+        return result;
     }
 }
 
@@ -114,7 +131,8 @@ execution<T> execute_in_transaction(executor& exec, transaction_runner& runner, 
     return run_owned<T>(
         exec, runner,
         [&](unit_of_work& tx, owned_run& owned) {
-            auto bound = [&]() -> decltype(auto) { return operation(tx); };
+            // The work's held-back writes (its changed objects) go before the record.
+            auto bound = [&]() -> decltype(auto) { return flushed(tx, operation); };
             return executor_access::execute_in(exec, tx, key, fingerprint, options, bound, codec, {}, &owned);
         },
         should_commit);
