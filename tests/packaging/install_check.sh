@@ -144,3 +144,39 @@ if LD_LIBRARY_PATH=$libdir "$dest/contract" --no-colors --broken >"$dest/broken.
 fi
 grep -q "fingerprint_mismatch" "$dest/broken.txt" || { cat "$dest/broken.txt"; echo "no mismatch failure named"; exit 1; }
 echo "installed contract suite against the memory store: $ran scenarios passed; a broken store fails it"
+
+# The SQL-store contract suite, installed, run against the SQLite store on a
+# file of the consumer's, through idem-sql-contract and idem-sqlite alone.
+if pkg-config --exists idem-sql-contract idem-sqlite; then
+  cat >"$dest/sql_contract.cpp" <<'CPP'
+#include <idem/sql_contract.hpp>
+#include <idem/sqlite_store.hpp>
+struct sqlite_context final : idem::contract::sql_store_context {
+    std::string path;
+    std::shared_ptr<idem::manual_clock> clock = std::make_shared<idem::manual_clock>();
+    explicit sqlite_context(std::string p) : path(std::move(p)) {}
+    std::string name() const override { return "sqlite, installed"; }
+    std::shared_ptr<idem::transactional_record_store> make_store() override {
+        return std::make_shared<idem::sqlite_store>(idem::sqlite_store_options{.path = path, .time = clock});
+    }
+    void connect(soci::session& session) override { idem::open_sqlite_session(session, path); }
+    void advance(idem::duration by) override { clock->advance(by); }
+};
+int main(int argc, char** argv) {
+    sqlite_context context(argv[--argc]);  // the database file comes last
+    return idem::contract::run_sql(context, argc, argv);
+}
+CPP
+  # shellcheck disable=SC2046
+  "$cxx" -std=c++20 "${flags[@]}" "$dest/sql_contract.cpp" $(pkg-config --cflags --libs idem-sql-contract idem-sqlite) \
+    -o "$dest/sql_contract"
+  report=$(LD_LIBRARY_PATH=$libdir "$dest/sql_contract" --no-colors "$dest/sql_contract.db") ||
+      { echo "$report"; echo "the SQL contract suite failed"; exit 1; }
+  summary=$(grep -E "test cases: +[0-9]+ \| +[0-9]+ passed \| +0 failed" <<<"$report") ||
+      { echo "$report"; echo "no passing summary"; exit 1; }
+  ran=$(sed -E 's/.*test cases: +([0-9]+) .*/\1/' <<<"$summary")
+  [ "$ran" -ge 15 ] || { echo "$report"; echo "only $ran SQL scenarios ran"; exit 1; }
+  grep -q "refusals: the context injects no failures" <<<"$report" ||
+      { echo "$report"; echo "the context's choices did not pick the scenarios"; exit 1; }
+  echo "installed SQL contract suite against the SQLite store: $ran scenarios passed"
+fi

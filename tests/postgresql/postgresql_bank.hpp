@@ -1,7 +1,7 @@
 // The PostgreSQL schema of the test bank (tests/support/bank.hpp).
 #pragma once
 
-#include "../support/bank.hpp"
+#include "bank.hpp"
 #include "idem/postgresql_store.hpp"
 
 namespace idem::test::pg_bank {

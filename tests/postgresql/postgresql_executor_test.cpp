@@ -1,6 +1,7 @@
-// The executor on PostgreSQL: the placement scenarios (tests/sqlite/placement_suite.cpp)
-// run on the shared server, and what only PostgreSQL has to prove: the
-// database's clock, its isolation levels, many connections on one key.
+// The executor on PostgreSQL, on the shared server: what only PostgreSQL has to
+// prove: the database's clock, its isolation levels, many connections on one
+// key. The placement scenarios every SQL store shares run in the SQL-store
+// contract suite (tests/contract/postgresql_sql_context.cpp).
 #include <doctest/doctest.h>
 
 #include <soci/soci.h>
@@ -30,35 +31,6 @@ struct postgresql_bank_database final : bank_database {
     }
     void connect(soci::session& session) override { open_postgresql_session(session, conninfo); }
     void reset_bank(soci::session& session) override { pg_bank::reset(session); }
-    // The trigger is the database's, so a session setting limits it to this connection.
-    void refuse_completed_records(soci::session& session) override {
-        session << R"(CREATE OR REPLACE FUNCTION refuse_results() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                IF NEW.completed AND current_setting('test.refuse_results', true) = 'on' THEN
-                    RAISE EXCEPTION 'refused';
-                END IF;
-                RETURN NEW;
-            END $$)";
-        session << "CREATE TRIGGER refuse_results BEFORE INSERT OR UPDATE ON idem_records"
-                   " FOR EACH ROW EXECUTE FUNCTION refuse_results()";
-        session << "SET test.refuse_results = 'on'";
-    }
-    void accept_completed_records(soci::session& session) override {
-        session << "SET test.refuse_results = 'off'";
-        session << "DROP TRIGGER refuse_results ON idem_records";
-    }
-    // Every connection's deletes: the detached view deletes on the store's own.
-    void refuse_deleting_records(soci::session& session) override {
-        session << R"(CREATE OR REPLACE FUNCTION refuse_deletes() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                RAISE EXCEPTION 'refused';
-            END $$)";
-        session << "CREATE TRIGGER refuse_deletes BEFORE DELETE ON idem_records"
-                   " FOR EACH ROW EXECUTE FUNCTION refuse_deletes()";
-    }
-    void accept_deleting_records(soci::session& session) override {
-        session << "DROP TRIGGER refuse_deletes ON idem_records";
-    }
 };
 
 }  // namespace

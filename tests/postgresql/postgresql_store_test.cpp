@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "expect.hpp"
+#include "far_times_scenario.hpp"
 #include "idem/error.hpp"
 #include "idem/executor.hpp"
 #include "idem/postgresql_store.hpp"
@@ -22,7 +23,6 @@
 #include "key_hex.hpp"
 #include "postgres_server.hpp"
 #include "postgresql_bank.hpp"
-#include "store_scenarios.hpp"
 
 namespace {
 
@@ -59,11 +59,6 @@ struct fixture {
         return bank::detached_status(store, key);
     }
 
-    // What the scenarios SQL stores share (store_scenarios.hpp) work on.
-    [[nodiscard]] idem::test::store_under_test under_test() {
-        return {store, session, *runner, [this](soci::session& s) { idem::open_postgresql_session(s, conninfo); }};
-    }
-
     [[nodiscard]] long long records() { return bank::count(session, "SELECT count(*) FROM idem_records"); }
     [[nodiscard]] long long ledger() { return bank::count(session, "SELECT count(*) FROM ledger"); }
 };
@@ -82,38 +77,6 @@ std::string uri_of(const std::string& conninfo) {
 }
 
 }  // namespace
-
-TEST_CASE("postgresql store: a commit lands the business rows and the completed record together") {
-    fixture f;
-    idem::test::commit_lands_rows_and_record(f.under_test());
-}
-
-TEST_CASE("postgresql store: a rollback leaves no record, so a retry runs again") {
-    fixture f;
-    idem::test::rollback_leaves_no_record(f.under_test());
-    idem::test::declined_result_leaves_no_record(f.under_test());
-    CHECK(f.ledger() == 1);
-}
-
-TEST_CASE("postgresql store: release inside the transaction, and a second reserve there sees it in flight") {
-    fixture f;
-    idem::test::release_inside_the_transaction(f.under_test());
-}
-
-TEST_CASE("postgresql store: a duplicate waits on the uncommitted reservation, then replays the committed result") {
-    fixture f;
-    idem::test::duplicate_waits_for_the_commit(f.under_test());
-}
-
-TEST_CASE("postgresql store: a duplicate waiting on a reservation that rolls back runs itself") {
-    fixture f;
-    const auto [outcome, waited] = idem::test::duplicate_during(f.under_test(), "t-6", false);
-    CHECK(outcome == bank::outcome::executed);
-    CHECK(waited >= 200ms);
-    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
-    CHECK(f.ledger() == 1);
-    CHECK(f.detached_status("t-6") == reservation_status::completed);
-}
 
 TEST_CASE("postgresql store: REPEATABLE READ and SERIALIZABLE transactions are refused with a clear error") {
     fixture f;
@@ -247,18 +210,6 @@ TEST_CASE("postgresql store: store_admin inspects, counts and purges expired row
     CHECK_THROWS_AS((void)f.store.count_expired(-1s), std::invalid_argument);
 }
 
-TEST_CASE("postgresql store: forget deletes one record; one in flight only when forced") {
-    fixture f;
-    idem::test::forget_deletes_one_record(f.under_test(), f.store,
-                                          [](idem::duration d) { std::this_thread::sleep_for(d); });
-}
-
-TEST_CASE("postgresql store: recent lists a namespace's records written last, newest first") {
-    fixture f;
-    idem::test::recent_lists_a_namespace_newest_first(f.under_test(), f.store,
-                                                      [](idem::duration d) { std::this_thread::sleep_for(d); });
-}
-
 TEST_CASE("postgresql store: forget waits for a transaction taking an expired record over, then keeps it") {
     fixture f;
     const idem::record_key k("forget", "held");
@@ -303,17 +254,12 @@ TEST_CASE("postgresql store: forget waits for a transaction taking an expired re
     CHECK(f.records() == 1);
 }
 
-TEST_CASE("postgresql store: a lease or retention above 100 years is refused inside the transaction too") {
-    fixture f;
-    idem::test::over_long_durations_are_refused_in_the_transaction(f.under_test());
-}
-
 TEST_CASE("postgresql store: rows past 2262, 'infinity' and '-infinity' are read, inspected and purged") {
     fixture f;
     const std::map<std::string, std::string> times = {
         {"future", "'2300-01-01 00:00:00+00'"}, {"infinity", "'infinity'"}, {"-infinity", "'-infinity'"}};
     idem::test::times_beyond_time_point_are_clamped(
-        f.under_test(), f.store, [&](const std::string& key, const std::string& which) {
+        f.store, f.session, f.store, [&](const std::string& key, const std::string& which) {
             f.session << "UPDATE idem_records SET expires_at = " + times.at(which) +
                              ", created_at = " + times.at(which) + " WHERE key_hash = '\\x" +
                              idem::test::record_id_hex(idem::record_key("far", key)) + "'";

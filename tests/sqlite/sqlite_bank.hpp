@@ -1,7 +1,7 @@
 // The SQLite schema of the test bank (tests/support/bank.hpp).
 #pragma once
 
-#include "../support/bank.hpp"
+#include "bank.hpp"
 #include "idem/sqlite_store.hpp"
 
 namespace idem::test::bank {

@@ -1,5 +1,6 @@
-// The executor on SQLite: the placement scenarios (tests/sqlite/placement_suite.cpp)
-// run on a database file of each scenario's own, and what only SQLite has to prove.
+// The executor on SQLite: what only SQLite has to prove, on a database file of
+// each scenario's own. The placement scenarios every SQL store shares run in
+// the SQL-store contract suite (tests/contract/sqlite_sql_context.cpp).
 #include <doctest/doctest.h>
 
 #include <soci/soci.h>
@@ -28,18 +29,6 @@ struct sqlite_bank_database final : bank_database {
     }
     void connect(soci::session& session) override { open_sqlite_session(session, path, connection_options); }
     void reset_bank(soci::session& session) override { bank::create_schema(session); }
-    // A TEMP trigger lives on this connection only, and goes with it.
-    void refuse_completed_records(soci::session& session) override {
-        session << "CREATE TEMP TRIGGER refuse_results BEFORE INSERT ON idem_records WHEN NEW.state = 1"
-                   " BEGIN SELECT RAISE(ABORT, 'refused'); END";
-    }
-    void accept_completed_records(soci::session& session) override { session << "DROP TRIGGER temp.refuse_results"; }
-    // A trigger of the database file, so the store's own connections refuse too.
-    void refuse_deleting_records(soci::session& session) override {
-        session << "CREATE TRIGGER refuse_deletes BEFORE DELETE ON idem_records"
-                   " BEGIN SELECT RAISE(ABORT, 'refused'); END";
-    }
-    void accept_deleting_records(soci::session& session) override { session << "DROP TRIGGER refuse_deletes"; }
 };
 
 }  // namespace

@@ -9,10 +9,10 @@
 #include <map>
 #include <span>
 
+#include "far_times_scenario.hpp"
 #include "idem/error.hpp"
 #include "key_hex.hpp"
 #include "sqlite_bank.hpp"
-#include "store_scenarios.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -42,40 +42,9 @@ struct fixture {
     [[nodiscard]] reservation_status detached_status(const std::string& key) {
         return bank::detached_status(store, key);
     }
-
-    // What the scenarios SQL stores share (store_scenarios.hpp) work on.
-    [[nodiscard]] idem::test::store_under_test under_test() {
-        return {store, session, *runner, [this](soci::session& s) { idem::open_sqlite_session(s, db, fast); }};
-    }
 };
 
 }  // namespace
-
-TEST_CASE("sqlite store: a commit lands the business rows and the completed record together") {
-    fixture f;
-    idem::test::commit_lands_rows_and_record(f.under_test());
-}
-
-TEST_CASE("sqlite store: a rollback leaves no record, so a retry runs again") {
-    fixture f;
-    idem::test::rollback_leaves_no_record(f.under_test());
-}
-
-TEST_CASE("sqlite store: a failed result the predicate declines leaves no record either") {
-    fixture f;
-    idem::test::declined_result_leaves_no_record(f.under_test());
-    CHECK(bank::balance(f.session, "alice") == bank::opening_balance);
-}
-
-TEST_CASE("sqlite store: release inside the transaction frees the key with the rollback of its part") {
-    fixture f;
-    idem::test::release_inside_the_transaction(f.under_test());
-}
-
-TEST_CASE("sqlite store: a duplicate on another connection waits for the first commit, then sees it completed") {
-    fixture f;
-    idem::test::duplicate_waits_for_the_commit(f.under_test());
-}
 
 TEST_CASE("sqlite store: a record write that fails inside a savepoint keeps the business data") {
     fixture f;
@@ -276,18 +245,13 @@ TEST_CASE("sqlite store: corrupted rows give corrupt_record errors that name onl
     CHECK(f.store.complete(key, r.token, "fp", "", 1min));
 }
 
-TEST_CASE("sqlite store: a lease or retention above 100 years is refused inside the transaction too") {
-    fixture f;
-    idem::test::over_long_durations_are_refused_in_the_transaction(f.under_test());
-}
-
 TEST_CASE("sqlite store: rows past 2262 and at the ends of int64 are read, inspected and purged without overflow") {
     fixture f;
     const std::map<std::string, std::string> millis = {{"future", "11000000000000"},  // 2318
                                                        {"infinity", "9223372036854775807"},
                                                        {"-infinity", "(-9223372036854775807 - 1)"}};
     idem::test::times_beyond_time_point_are_clamped(
-        f.under_test(), f.store, [&](const std::string& key, const std::string& which) {
+        f.store, f.session, f.store, [&](const std::string& key, const std::string& which) {
             f.session << "UPDATE idem_records SET expires_at = " + millis.at(which) +
                              ", updated_at = " + millis.at(which) + " WHERE key_hash = X'" +
                              idem::test::record_id_hex(idem::record_key("far", key)) + "'";
@@ -428,15 +392,4 @@ TEST_CASE("sqlite store: an expired entry is not answered by the read; the reser
     auto again = f.store.try_reserve(bank::transfer_key("k"), bank::fingerprint, 1min);
     CHECK(again.status == reservation_status::reserved);
     CHECK(again.token != first.token);
-}
-
-TEST_CASE("sqlite store: forget deletes one record; one in flight only when forced") {
-    fixture f;
-    idem::test::forget_deletes_one_record(f.under_test(), f.store, [&](idem::duration d) { f.clock->advance(d); });
-}
-
-TEST_CASE("sqlite store: recent lists a namespace's records written last, newest first") {
-    fixture f;
-    idem::test::recent_lists_a_namespace_newest_first(f.under_test(), f.store,
-                                                      [&](idem::duration d) { f.clock->advance(d); });
 }

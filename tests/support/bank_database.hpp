@@ -1,6 +1,7 @@
-// What a SQL store supplies to the executor tests written once
-// (tests/sqlite/placement_suite.cpp, executor_fixture.hpp): one scenario's
-// database, a store on it and business connections to it.
+// What a SQL store supplies to its executor tests (executor_fixture.hpp): one
+// scenario's database, a store on it and business connections to it. The
+// placement scenarios every SQL store shares run in the SQL-store contract
+// suite (lib/sql_contract) instead.
 #pragma once
 
 #include <memory>
@@ -22,17 +23,6 @@ struct bank_database {
     virtual void connect(soci::session& session) = 0;
     // The test bank at its opening balances, and no records (a store has migrated by then).
     virtual void reset_bank(soci::session& session) = 0;
-    // From now on every completed-record write on this business connection fails,
-    // as a lock or statement timeout would; the store's own connections are unaffected.
-    virtual void refuse_completed_records(soci::session& session) = 0;
-    // Undoes refuse_completed_records.
-    virtual void accept_completed_records(soci::session& session) = 0;
-    // From now on deleting a record fails (a trigger raises), on every connection
-    // the store may use for it: the store's own and, where the detached view
-    // joins the open transaction (SQLite), this business connection.
-    virtual void refuse_deleting_records(soci::session& session) = 0;
-    // Undoes refuse_deleting_records.
-    virtual void accept_deleting_records(soci::session& session) = 0;
 };
 
 // A database of its own for one scenario; defined once per test binary, by the store's tests.

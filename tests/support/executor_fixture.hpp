@@ -1,6 +1,5 @@
-// A bank, an executor on a SQL store and a business connection, for the
-// executor placement scenarios (tests/sqlite/placement_suite.cpp), each store's own
-// executor cases and execute_in_transaction's. The store comes from the test
+// A bank, an executor on a SQL store and a business connection, for each
+// store's own executor cases and execute_in_transaction's. The store comes from the test
 // binary's fresh_bank_database().
 #pragma once
 

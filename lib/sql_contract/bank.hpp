@@ -1,6 +1,8 @@
-// A tiny bank for the SQL store tests: two accounts, a ledger, and an
-// idempotent transfer whose record joins the transfer's transaction. The
-// schema is the dialect's (tests/sqlite/bank.hpp, tests/postgresql/bank.hpp).
+// A tiny bank for the SQL-store contract suite and the stores' own tests: two
+// accounts, a ledger, and an idempotent transfer whose record joins the
+// transfer's transaction. The suite creates the tables in portable SQL
+// (create_portable_schema); the stores' tests in their dialect's
+// (tests/sqlite/sqlite_bank.hpp, tests/postgresql/postgresql_bank.hpp).
 #pragma once
 
 #include <soci/soci.h>
@@ -21,6 +23,18 @@ inline constexpr const char* fingerprint = "alice->bob";
 struct business_failure : std::runtime_error {
     business_failure() : std::runtime_error("business failure") {}
 };
+
+// The bank at its opening balances, in SQL every dialect speaks: the tables
+// dropped and created again, so each scenario starts from the same rows.
+inline void create_portable_schema(soci::session& session) {
+    session << "DROP TABLE IF EXISTS ledger";
+    session << "DROP TABLE IF EXISTS accounts";
+    session << "CREATE TABLE accounts (id VARCHAR(32) PRIMARY KEY, balance BIGINT NOT NULL)";
+    session << "CREATE TABLE ledger (transfer_key VARCHAR(200) NOT NULL, amount BIGINT NOT NULL)";
+    for (const std::string account : {"alice", "bob"})
+        session << "INSERT INTO accounts (id, balance) VALUES (:id, :b)", soci::use(account),
+            soci::use(opening_balance);
+}
 
 [[nodiscard]] inline long long balance(soci::session& session, const std::string& account) {
     long long b = 0;

@@ -1,0 +1,285 @@
+// Where the executor puts the record on a SQL store: inside the business
+// transaction (Enforce), before it (lease mode), or beside it (Observe).
+// Written once and run against every SQL store through idem::contract::run_sql.
+// The scenarios that make the database refuse a write sit in the doctest
+// suite "refusals", run when the context injects failures.
+#include <doctest/doctest.h>
+
+#include <soci/soci.h>
+
+#include <atomic>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+#include "bank.hpp"
+#include "idem/detail/run_owned.hpp"
+#include "idem/executor.hpp"
+#include "recording_sink.hpp"
+#include "sql_context.hpp"
+
+namespace idem::contract {
+namespace {
+
+namespace bank = idem::test::bank;
+
+// An executor on the context's store, telemetry recorded, and a business
+// session with the bank at its opening balances and no records.
+struct placement_fixture {
+    sql_store_context& ctx = current_sql();
+    std::shared_ptr<transactional_record_store> store = ctx.make_store();
+    std::shared_ptr<test::recording_sink> sink = std::make_shared<test::recording_sink>();
+    executor exec{store, {}, sink};
+    string_codec codec;
+    soci::session session;
+    bool opened = open();
+    std::unique_ptr<transaction_runner> runner = std::make_unique<transaction_runner>(session);
+    std::atomic<int> runs{0};
+
+    bool open() {
+        ctx.connect(session);
+        bank::create_portable_schema(session);
+        ctx.clear_records(session);
+        return true;
+    }
+
+    // The business operation: moves money through the transaction's session.
+    auto operation(unit_of_work& tx, const std::string& key) {
+        return [&tx, key, this] {
+            ++runs;
+            bank::move_money(tx.sql(), key, 10);
+            return std::string("moved 10");
+        };
+    }
+
+    // runner.run around executor.execute(tx, ...).
+    execution<std::string> transfer(const std::string& key, execution_options options = {}) {
+        return runner->run([&](unit_of_work& tx) {
+            return idem::detail::executor_access::execute_in(exec, tx, bank::transfer_key(key), bank::fingerprint,
+                                                             options, operation(tx, key), codec);
+        });
+    }
+
+    // Lease mode around a business transaction that moves the money, then throws
+    // bank::business_failure: the record is the store's, the failure the business's.
+    void transfer_failing_in_lease_mode(const std::string& key) {
+        (void)exec.execute(
+            bank::transfer_key(key), bank::fingerprint, {},
+            [&]() -> std::string {
+                runner->run([&](unit_of_work& tx) {
+                    bank::move_money(tx.sql(), key, 10);
+                    throw bank::business_failure();
+                });
+                return "unreachable";
+            },
+            codec);
+    }
+
+    // What the store holds for the key, seen from its own connection.
+    reservation_status record(const std::string& key) { return bank::detached_status(*store, key); }
+
+    long long ledger() { return bank::count(session, "SELECT count(*) FROM ledger"); }
+};
+
+}  // namespace
+
+TEST_CASE("sql contract: executor placement, enforce inside the transaction: the record commits with the data") {
+    placement_fixture f;
+    auto first = f.transfer("e-1");
+    CHECK(first.status() == execution_status::executed);
+    CHECK(first.value() == "moved 10");
+    CHECK(f.record("e-1") == reservation_status::completed);
+    auto again = f.transfer("e-1");
+    CHECK(again.status() == execution_status::replayed);
+    CHECK(again.value() == "moved 10");
+    CHECK(f.runs == 1);
+    CHECK(f.ledger() == 1);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+}
+
+TEST_CASE(
+    "sql contract: executor placement, enforce inside the transaction: a rollback leaves no record, so a retry runs") {
+    placement_fixture f;
+    CHECK_THROWS_AS(f.runner->run([&](unit_of_work& tx) {
+        auto e = idem::detail::executor_access::execute_in(f.exec, tx, bank::transfer_key("e-2"), bank::fingerprint, {},
+                                                           f.operation(tx, "e-2"), f.codec);
+        REQUIRE(e.status() == execution_status::executed);
+        throw bank::business_failure();  // the commit never happens: data and record go together
+    }),
+                    bank::business_failure);
+    CHECK(f.ledger() == 0);
+    CHECK(f.record("e-2") == reservation_status::reserved);  // free
+    CHECK(f.transfer("e-2").status() == execution_status::executed);
+    CHECK(f.runs == 2);
+    CHECK(f.ledger() == 1);
+}
+
+TEST_CASE(
+    "sql contract: executor placement, enforce inside the transaction: a failing operation rolls its reservation "
+    "back") {
+    placement_fixture f;
+    CHECK_THROWS_AS(f.runner->run([&](unit_of_work& tx) {
+        return idem::detail::executor_access::execute_in(
+            f.exec, tx, bank::transfer_key("e-3"), bank::fingerprint, {},
+            [&]() -> std::string {
+                bank::move_money(tx.sql(), "e-3", 10);
+                throw bank::business_failure();
+            },
+            f.codec);
+    }),
+                    bank::business_failure);
+    CHECK(f.ledger() == 0);
+    CHECK(f.record("e-3") == reservation_status::reserved);  // not in flight: the reservation rolled back
+    CHECK(f.transfer("e-3").status() == execution_status::executed);
+}
+
+TEST_CASE(
+    "sql contract: executor placement, enforce inside the transaction: a result classified release frees the key") {
+    placement_fixture f;
+    auto declined = idem::make_codec<std::string>([](const std::string& s) { return s; },
+                                                  [](std::string_view p) { return std::string(p); },
+                                                  [](const std::string&) { return idem::classification::release; });
+    f.runner->run([&](unit_of_work& tx) {
+        (void)idem::detail::executor_access::execute_in(
+            f.exec, tx, bank::transfer_key("e-4"), bank::fingerprint, {}, [] { return std::string("no"); }, declined);
+    });
+    CHECK(f.record("e-4") == reservation_status::reserved);
+}
+
+TEST_CASE("sql contract: executor placement, lease mode: the reservation commits before the business transaction") {
+    placement_fixture f;
+    auto e = f.exec.execute(
+        bank::transfer_key("l-1"), bank::fingerprint, {},
+        [&] {
+            // Another connection already sees the key in flight.
+            CHECK(f.record("l-1") == reservation_status::in_flight);
+            return f.runner->run([&](unit_of_work& tx) {
+                bank::move_money(tx.sql(), "l-1", 10);
+                return std::string("moved 10");
+            });
+        },
+        f.codec);
+    CHECK(e.status() == execution_status::executed);
+    CHECK(f.record("l-1") == reservation_status::completed);
+
+    // An operation that throws in lease mode keeps the key in flight until its lease ends.
+    CHECK_THROWS_AS(f.transfer_failing_in_lease_mode("l-2"), bank::business_failure);
+    CHECK(f.record("l-2") == reservation_status::in_flight);
+    CHECK(f.ledger() == 1);
+}
+
+TEST_CASE("sql contract: executor placement, observe inside the transaction: the record commits with the data") {
+    placement_fixture f;
+    auto e = f.transfer("o-1", {.mode = idem::mode::observe});
+    CHECK(e.status() == execution_status::executed);
+    CHECK_FALSE(f.sink->logged("idem.observe.reserve_failed"));
+    CHECK_FALSE(f.sink->logged("idem.observe.record_failed"));
+    CHECK(f.record("o-1") == reservation_status::completed);
+    CHECK(f.ledger() == 1);
+
+    // Observe runs the operation again on a duplicate, and counts what Enforce would have done.
+    auto again = f.transfer("o-1", {.mode = idem::mode::observe});
+    CHECK(again.status() == execution_status::executed);
+    CHECK(again.enforce_decision() == execution_status::replayed);
+    CHECK(f.ledger() == 2);
+
+    // A rollback of the business takes the observed record with it.
+    CHECK_THROWS_AS(f.runner->run([&](unit_of_work& tx) {
+        (void)idem::detail::executor_access::execute_in(f.exec, tx, bank::transfer_key("o-3"), bank::fingerprint,
+                                                        {.mode = idem::mode::observe}, f.operation(tx, "o-3"), f.codec);
+        throw bank::business_failure();
+    }),
+                    bank::business_failure);
+    CHECK(f.record("o-3") == reservation_status::reserved);
+}
+
+TEST_CASE("sql contract: executor placement, observe inside the transaction: a stop before the start frees the key") {
+    placement_fixture f;
+    std::stop_source stop;
+    stop.request_stop();
+    CHECK_THROWS_AS(f.runner->run([&](unit_of_work& tx) {
+        return idem::detail::executor_access::execute_in(f.exec, tx, bank::transfer_key("o-5"), bank::fingerprint,
+                                                         {.mode = idem::mode::observe}, f.operation(tx, "o-5"), f.codec,
+                                                         stop.get_token());
+    }),
+                    idem::operation_cancelled);
+    CHECK(f.runs == 0);
+    CHECK(f.ledger() == 0);
+    CHECK(f.sink->count(idem::outcome::released, idem::mode::observe) == 1);
+    // The reservation was made apart from the transaction, so it is released apart
+    // from it too: the rollback of the business cannot undo the release.
+    CHECK(f.record("o-5") == reservation_status::reserved);  // free
+    CHECK(f.transfer("o-5").status() == execution_status::executed);
+}
+
+TEST_CASE(
+    "sql contract: executor placement, observe inside the transaction: a failing operation frees its reservation") {
+    placement_fixture f;
+    CHECK_THROWS_AS(f.runner->run([&](unit_of_work& tx) {
+        return idem::detail::executor_access::execute_in(
+            f.exec, tx, bank::transfer_key("o-6"), bank::fingerprint, {.mode = idem::mode::observe},
+            [&]() -> std::string {
+                bank::move_money(tx.sql(), "o-6", 10);
+                throw bank::business_failure();
+            },
+            f.codec);
+    }),
+                    bank::business_failure);
+    CHECK(f.ledger() == 0);
+    CHECK(f.record("o-6") == reservation_status::reserved);  // as Enforce's rollback would leave it: free
+    bool logged = false;
+    for (const auto& l : f.sink->logs())
+        if (l.name == "idem.operation.failed")
+            logged = l.message.find("the reservation made outside it is released") != std::string::npos;
+    CHECK(logged);
+}
+
+TEST_SUITE("refusals") {
+    TEST_CASE("sql contract: executor placement, observe: a record write that fails keeps the business data") {
+        placement_fixture f;
+        f.ctx.refuse_completed_records(f.session);
+        auto e = f.transfer("o-2", {.mode = idem::mode::observe});
+        f.ctx.accept_completed_records(f.session);
+        CHECK(e.status() == execution_status::executed);
+        CHECK(f.sink->logged("idem.observe.record_failed"));
+        CHECK(f.runner->last_state() == idem::transaction_state::committed);
+        CHECK(f.ledger() == 1);
+        CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+        CHECK(f.record("o-2") == reservation_status::reserved);  // no record: a retry under enforce runs again
+    }
+
+    TEST_CASE(
+        "sql contract: executor placement, observe inside the transaction: a failed release of the detached "
+        "reservation is logged; data and record commit") {
+        placement_fixture f;
+        // Observe reserved apart from the transaction; before it writes the result
+        // inside, it frees that reservation, and here the database refuses the DELETE.
+        f.ctx.refuse_deleting_records(f.session);
+        auto e = f.transfer("o-6", {.mode = idem::mode::observe});
+        f.ctx.accept_deleting_records(f.session);
+        CHECK(e.status() == execution_status::executed);
+        CHECK(e.value() == "moved 10");
+        bool logged = false;
+        for (const auto& l : f.sink->logs()) {
+            if (l.name != "idem.release.failed") continue;
+            logged = true;
+            CHECK(l.level == idem::log_level::error);
+            CHECK(l.key_hash == bank::transfer_key("o-6").key_hash());
+            CHECK(l.message.find("written over the reservation in the transaction") != std::string::npos);
+            CHECK(l.message.find("idem: releasing a record") != std::string::npos);  // the store's error
+        }
+        CHECK(logged);
+        CHECK_FALSE(f.sink->logged("idem.observe.record_failed"));
+        CHECK(f.runner->last_state() == idem::transaction_state::committed);
+        CHECK(f.ledger() == 1);
+        CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+        // The reservation still carried this call's token, so the result written in
+        // the transaction completed it: a duplicate is answered from it.
+        CHECK(f.record("o-6") == reservation_status::completed);
+        auto again = f.transfer("o-6", {.mode = idem::mode::observe});
+        CHECK(again.enforce_decision() == execution_status::replayed);
+    }
+
+}  // TEST_SUITE("refusals")
+
+}  // namespace idem::contract

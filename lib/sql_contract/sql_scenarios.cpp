@@ -1,0 +1,309 @@
+// The scenarios every SQL store passes in the caller's transaction, written
+// once and run against every SQL store: the built-in ones in tests/contract,
+// anyone's through idem::contract::run_sql. What only one dialect has (PostgreSQL's
+// one-statement path, SQLite's file locking, rows its own SQL plants) stays in
+// that store's tests. Scenarios on store_admin sit in the doctest suite
+// "store_admin", which run_sql excludes for a store that is none.
+#include <doctest/doctest.h>
+
+#include <soci/soci.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <future>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "bank.hpp"
+#include "idem/store_admin.hpp"
+#include "sql_context.hpp"
+
+namespace idem::contract {
+namespace {
+
+using namespace std::chrono_literals;
+namespace bank = idem::test::bank;
+
+// One scenario's store and the application's side of the bank: a business
+// session the store joins, its runner, and the bank at its opening balances
+// with no records.
+struct fixture {
+    sql_store_context& ctx = current_sql();
+    std::shared_ptr<transactional_record_store> owned = ctx.make_store();
+    transactional_record_store& store = *owned;
+    soci::session session;
+    bool opened = open();
+    transaction_runner runner{session};
+
+    bool open() {
+        ctx.connect(session);
+        bank::create_portable_schema(session);
+        ctx.clear_records(session);
+        return true;
+    }
+    // run_sql excludes the store_admin suite for a store that is none.
+    [[nodiscard]] store_admin& admin() { return dynamic_cast<store_admin&>(store); }
+    [[nodiscard]] long long records() { return bank::count(session, "SELECT count(*) FROM idem_records"); }
+    [[nodiscard]] long long ledger() { return bank::count(session, "SELECT count(*) FROM ledger"); }
+};
+
+// A first transfer reserves `key`, moves the money and holds its transaction
+// open for 300 ms, then commits (or rolls back); a duplicate on another
+// connection arrives meanwhile. Returns the duplicate's outcome and how long it waited.
+std::pair<bank::outcome, std::chrono::milliseconds> duplicate_during(fixture& f, const std::string& key, bool commits) {
+    std::promise<void> written;
+    std::jthread first([&] {
+        try {
+            f.runner.run([&](unit_of_work& tx) {
+                auto r = f.store.try_reserve(tx, bank::transfer_key(key), bank::fingerprint, 1min);
+                REQUIRE(r.status == reservation_status::reserved);
+                bank::move_money(tx.sql(), key, 10);
+                written.set_value();
+                std::this_thread::sleep_for(300ms);  // the duplicate arrives now
+                if (!commits) throw bank::business_failure();
+                REQUIRE(f.store.complete(tx, bank::transfer_key(key), r.token, bank::fingerprint, "moved 10", 24h));
+            });
+        } catch (const bank::business_failure&) {
+        }
+    });
+    written.get_future().wait();
+    soci::session other;
+    f.ctx.connect(other);
+    transaction_runner other_runner{other};
+    const auto started = std::chrono::steady_clock::now();
+    const auto outcome = bank::transfer(f.store, other_runner, key, 10);
+    const auto waited = std::chrono::steady_clock::now() - started;
+    first.join();
+    return {outcome, std::chrono::duration_cast<std::chrono::milliseconds>(waited)};
+}
+
+}  // namespace
+
+// A commit lands the business rows and the completed record together; a retry replays.
+TEST_CASE("sql contract: a commit lands the business rows and the completed record together; a retry replays") {
+    fixture f;
+    CHECK(bank::transfer(f.store, f.runner, "t-1", 25) == bank::outcome::executed);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 25);
+    auto replay = f.store.try_reserve(bank::transfer_key("t-1"), bank::fingerprint, 1min);
+    CHECK(replay.status == reservation_status::completed);
+    CHECK(replay.payload == "moved 25");
+    CHECK(bank::transfer(f.store, f.runner, "t-1", 25) == bank::outcome::replayed);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 25);
+    CHECK(f.ledger() == 1);
+}
+
+// A rollback after complete takes the record with the business rows, so a retry runs again.
+TEST_CASE("sql contract: a rollback after complete leaves no record, so a retry runs again") {
+    fixture f;
+    CHECK_THROWS_AS(f.runner.run([&](unit_of_work& tx) {
+        auto r = f.store.try_reserve(tx, bank::transfer_key("t-2"), bank::fingerprint, 1min);
+        REQUIRE(r.status == reservation_status::reserved);
+        bank::move_money(tx.sql(), "t-2", 10);
+        REQUIRE(f.store.complete(tx, bank::transfer_key("t-2"), r.token, bank::fingerprint, "moved", 24h));
+        throw bank::business_failure();  // after complete: the record goes with the data
+    }),
+                    bank::business_failure);
+    CHECK(f.runner.last_state() == transaction_state::rolled_back);
+    CHECK(f.records() == 0);
+    CHECK(f.ledger() == 0);
+    CHECK(bank::detached_status(f.store, "t-2") == reservation_status::reserved);
+    CHECK(bank::transfer(f.store, f.runner, "t-2", 10) == bank::outcome::executed);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+}
+
+// A result the runner's predicate declines rolls back the same way: no record, no money moved.
+TEST_CASE("sql contract: a result the runner's predicate declines rolls back: no record, no money moved") {
+    fixture f;
+    const long long balance_before = bank::balance(f.session, "alice");
+    const long long ledger_before = f.ledger();
+    const bool ok = f.runner.run(
+        [&](unit_of_work& tx) {
+            auto r = f.store.try_reserve(tx, bank::transfer_key("t-3"), bank::fingerprint, 1min);
+            REQUIRE(r.status == reservation_status::reserved);
+            bank::move_money(tx.sql(), "t-3", 10);
+            return false;  // e.g. the provider declined: roll back
+        },
+        [](bool result) { return result; });
+    CHECK_FALSE(ok);
+    CHECK(bank::detached_status(f.store, "t-3") == reservation_status::reserved);
+    CHECK(bank::balance(f.session, "alice") == balance_before);
+    CHECK(f.ledger() == ledger_before);
+}
+
+// Inside the transaction a second reserve sees the key in flight; release frees
+// it there, and the reservation taken again commits.
+TEST_CASE("sql contract: release inside the transaction frees the key; a second reserve there sees it in flight") {
+    fixture f;
+    f.runner.run([&](unit_of_work& tx) {
+        auto r = f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min);
+        REQUIRE(r.status == reservation_status::reserved);
+        CHECK(f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min).status ==
+              reservation_status::in_flight);
+        CHECK(f.store.try_reserve(tx, bank::transfer_key("t-4"), "other", 1min).status ==
+              reservation_status::fingerprint_mismatch);
+        CHECK_FALSE(f.store.release(tx, bank::transfer_key("t-4"), "other-token"));
+        CHECK(f.store.release(tx, bank::transfer_key("t-4"), r.token));
+        CHECK(f.store.try_reserve(tx, bank::transfer_key("t-4"), bank::fingerprint, 1min).status ==
+              reservation_status::reserved);
+    });
+    CHECK(bank::detached_status(f.store, "t-4") == reservation_status::in_flight);
+}
+
+// A duplicate on another connection waits for the first transfer's commit, then replays it.
+TEST_CASE("sql contract: a duplicate on another connection waits for the first commit, then replays it") {
+    fixture f;
+    const auto [outcome, waited] = duplicate_during(f, "t-5", true);
+    CHECK(outcome == bank::outcome::replayed);
+    CHECK(waited >= 200ms);
+    MESSAGE("the duplicate waited " << waited.count() << " ms for the first commit");
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+    CHECK(f.ledger() == 1);
+}
+
+// The transactional calls refuse a lease or retention above 100 years before
+// writing anything; the longest accepted ones commit.
+TEST_CASE("sql contract: a lease or retention above 100 years is refused inside the transaction") {
+    fixture f;
+    const auto key = bank::transfer_key("t-forever");
+    f.runner.run([&](unit_of_work& tx) {
+        CHECK_THROWS_AS((void)f.store.try_reserve(tx, key, bank::fingerprint, duration::max()), std::invalid_argument);
+        CHECK_THROWS_AS((void)f.store.try_reserve(tx, key, bank::fingerprint, max_duration + 1ns),
+                        std::invalid_argument);
+        auto r = f.store.try_reserve(tx, key, bank::fingerprint, max_duration);
+        REQUIRE(r.status == reservation_status::reserved);
+        CHECK_THROWS_AS((void)f.store.complete(tx, key, r.token, bank::fingerprint, "p", duration::max()),
+                        std::invalid_argument);
+        CHECK(f.store.try_reserve(tx, key, bank::fingerprint, 1s).status == reservation_status::in_flight);
+        CHECK(f.store.complete(tx, key, r.token, bank::fingerprint, "kept", max_duration));
+    });
+    CHECK(f.records() == 1);
+    CHECK(f.store.try_reserve(key, bank::fingerprint, 1s).payload == "kept");
+}
+
+// A duplicate waiting on a reservation whose transaction rolls back runs itself.
+TEST_CASE("sql contract: a duplicate waiting on a reservation that rolls back runs itself") {
+    fixture f;
+    const auto [outcome, waited] = duplicate_during(f, "t-6", false);
+    CHECK(outcome == bank::outcome::executed);
+    CHECK(waited >= 200ms);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+    CHECK(f.ledger() == 1);
+    CHECK(bank::detached_status(f.store, "t-6") == reservation_status::completed);
+}
+
+TEST_SUITE("store_admin") {
+    // store_admin::forget: a completed or expired record goes, by its digest or its
+    // 16 bytes, and its key then runs anew; one in flight stays unless forced; an
+    // absent one and a digest of another length change nothing. `f.ctx.advance(d)` lets d
+    // of the store's time go by (a manual clock, or a real wait).
+    TEST_CASE("sql contract: store_admin::forget deletes one record; one in flight only when forced") {
+        fixture f;
+        store_admin& admin = f.admin();
+        const record_key done("forget", "done"), stale("forget", "stale"), running("forget", "running"),
+            other("forget", "other");
+        const auto first16 = [](const record_key& k) { return std::span<const std::byte>(k.digest()).first(16); };
+        const auto d = f.store.try_reserve(done, "fp", 1min);
+        REQUIRE(f.store.complete(done, d.token, "fp", "receipt", 1h));
+        REQUIRE(f.store.try_reserve(stale, "fp", 100ms).status == reservation_status::reserved);
+        f.ctx.advance(200ms);
+        const auto r = f.store.try_reserve(running, "fp", 1h);
+        REQUIRE(r.status == reservation_status::reserved);
+        REQUIRE(f.store.try_reserve(other, "fp", 1h).status == reservation_status::reserved);
+        REQUIRE(f.records() == 4);
+
+        // Not there, or named by a digest of another length: nothing changes.
+        CHECK(admin.forget(record_key("forget", "never").digest(), true).outcome == forget_outcome::not_found);
+        CHECK_THROWS_AS((void)admin.forget(std::span<const std::byte>(done.digest()).first(15), true),
+                        std::invalid_argument);
+        CHECK_THROWS_AS((void)admin.forget(std::span<const std::byte>(), true), std::invalid_argument);
+        CHECK(f.records() == 4);
+
+        const forget_result completed = admin.forget(done.digest(), false);
+        CHECK(completed.outcome == forget_outcome::deleted);
+        CHECK(completed.record.completed);
+        CHECK(completed.record.name_space == "forget");
+        CHECK(completed.record.payload_bytes == 7);
+        CHECK_FALSE(admin.inspect(done.digest(), false));
+        CHECK(f.store.try_reserve(done, "fp", 1min).status == reservation_status::reserved);  // runs anew
+        CHECK(admin.forget(done.digest(), true).outcome == forget_outcome::deleted);
+        CHECK(admin.forget(done.digest(), true).outcome == forget_outcome::not_found);
+
+        const forget_result expired = admin.forget(first16(stale), false);
+        CHECK(expired.outcome == forget_outcome::deleted);
+        CHECK_FALSE(expired.record.completed);
+        CHECK(expired.record.expired());
+
+        const forget_result kept = admin.forget(first16(running), false);
+        CHECK(kept.outcome == forget_outcome::refused_in_flight);
+        CHECK_FALSE(kept.record.completed);
+        CHECK_FALSE(kept.record.expired());
+        CHECK(kept.record.expires_at > kept.record.now + 50min);
+        CHECK(f.store.try_reserve(running, "fp", 1h).status == reservation_status::in_flight);  // untouched
+        const forget_result forced = admin.forget(running.digest(), true);
+        CHECK(forced.outcome == forget_outcome::deleted);
+        CHECK_FALSE(forced.record.completed);
+        CHECK_FALSE(admin.inspect(running.digest(), false));
+        CHECK(f.store.try_reserve(running, "fp", 1h).status == reservation_status::reserved);
+
+        CHECK(admin.inspect(other.digest(), false));  // only the named records went
+        CHECK(f.records() == 2);
+    }
+
+    // store_admin::recent: the namespace's records written last, newest first,
+    // expired ones too, at most `limit`; the namespace compared byte for byte;
+    // bad arguments are std::invalid_argument.
+    TEST_CASE("sql contract: store_admin::recent lists a namespace's records written last, newest first") {
+        fixture f;
+        store_admin& admin = f.admin();
+        std::vector<record_key> keys;
+        for (int i = 0; i < 5; ++i) {
+            keys.emplace_back("recent", "k-" + std::to_string(i));
+            const auto r = f.store.try_reserve(keys.back(), "fp", i == 0 ? 50ms : 1h);
+            REQUIRE(r.status == reservation_status::reserved);
+            if (i % 2 == 1) REQUIRE(f.store.complete(keys.back(), r.token, "fp", std::string(i, 'p'), 1h));
+            f.ctx.advance(20ms);
+        }
+        for (const std::string ns : {"recent.other", "Recent", "recen"})
+            REQUIRE(f.store.try_reserve(record_key(ns, "k-9"), "fp", 1h).status == reservation_status::reserved);
+        f.ctx.advance(100ms);  // k-0's lease is over
+
+        const auto id_of = [](const record_key& k) {
+            std::array<std::byte, 16> id{};
+            std::copy_n(k.digest().begin(), 16, id.begin());
+            return id;
+        };
+        const auto three = admin.recent("recent", 3);
+        REQUIRE(three.size() == 3);
+        for (int i = 0; i < 3; ++i) {
+            CAPTURE(i);
+            CHECK(three[i].key_hash == id_of(keys[4 - i]));
+            CHECK(three[i].state.name_space == "recent");
+            CHECK(three[i].state.completed == ((4 - i) % 2 == 1));
+            CHECK_FALSE(three[i].state.expired());
+        }
+        CHECK(three[1].state.payload_bytes == 3);
+        CHECK(three[0].state.created_at > three[1].state.created_at);
+        const auto all = admin.recent("recent", max_recent_records);
+        REQUIRE(all.size() == 5);
+        CHECK(all.back().key_hash == id_of(keys[0]));
+        CHECK(all.back().state.expired());
+        CHECK(admin.recent("recent.other", 10).size() == 1);
+        CHECK(admin.recent("absent", 10).empty());
+
+        for (const std::size_t limit : {std::size_t{0}, max_recent_records + 1}) {
+            CAPTURE(limit);
+            CHECK_THROWS_AS((void)admin.recent("recent", limit), std::invalid_argument);
+        }
+        CHECK_THROWS_AS((void)admin.recent("", 10), std::invalid_argument);
+        CHECK_THROWS_AS((void)admin.recent("caf\xC3", 10), std::invalid_argument);
+        CHECK(f.records() == 8);
+    }
+
+}  // TEST_SUITE("store_admin")
+
+}  // namespace idem::contract
