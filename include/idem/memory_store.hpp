@@ -13,6 +13,7 @@
 
 #include "idem/export.hpp"
 #include "idem/record_store.hpp"
+#include "idem/store_admin.hpp"
 
 namespace idem {
 
@@ -25,6 +26,11 @@ public:
 
     // Live and expired-but-unswept entries.
     [[nodiscard]] std::size_t size() const;
+
+    // Deletes `key`'s record by hand, by store_admin::forget's rule: a completed
+    // or expired entry goes; one in flight is kept and reported unless `force`.
+    // The entry keeps no write time: the result's created_at is zero.
+    [[nodiscard]] forget_result forget(const record_key& key, bool force);
 
 protected:
     reservation do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) override;

@@ -21,6 +21,7 @@
 
 #include "idem/export.hpp"
 #include "idem/record_store.hpp"
+#include "idem/store_admin.hpp"
 
 namespace idem {
 
@@ -72,6 +73,12 @@ public:
     void ping();
 
     [[nodiscard]] store_traits traits() const noexcept override;
+
+    // Deletes `key`'s record by hand, by store_admin::forget's rule: a completed
+    // entry goes; one in flight is kept and reported unless `force` (an expired
+    // one is gone already: not_found). One script: the look and the delete are
+    // one step. Redis keeps no write time: the result's created_at is zero.
+    [[nodiscard]] forget_result forget(const record_key& key, bool force);
 
 protected:
     reservation do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) override;

@@ -270,6 +270,27 @@ bool memory_store::do_release(const record_key& key, std::string_view token) {
     return !expired;
 }
 
+forget_result memory_store::forget(const record_key& key, bool force) {
+    shard& s = shard_for(key);
+    const time_point now = clock_->now();
+    std::lock_guard lock(s.mutex);
+    const std::size_t slot = s.find(key.digest());
+    if (slot == s.size()) return {};
+    const shard::entry& e = s.entries[slot];
+    forget_result r{forget_outcome::deleted,
+                    {.completed = e.completed,
+                     .expires_at = s.expiry[slot],
+                     .now = now,
+                     .name_space = std::string(key.name_space()),
+                     .payload_bytes = e.completed ? e.payload.size() : 0}};
+    if (!r.record.completed && !r.record.expired() && !force) {
+        r.outcome = forget_outcome::refused_in_flight;
+        return r;
+    }
+    s.erase(slot);
+    return r;
+}
+
 std::size_t memory_store::do_purge_expired(std::size_t limit) {
     // Each call starts at the shard where the last one stopped: a purge loop
     // goes round the store once, not once per call.

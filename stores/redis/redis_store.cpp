@@ -114,6 +114,17 @@ bool redis_store::do_release(const record_key& key, std::string_view token) {
     });
 }
 
+forget_result redis_store::forget(const record_key& key, bool force) {
+    const std::string storage_key = key.to_storage_key(prefix_);
+    forget_result r = in_context("forget", &key, [&] {
+        const std::array<std::string_view, 1> argv{force ? "1" : "0"};
+        return redis_detail::decode_forget(*router_->run(redis_detail::forget_script(), storage_key, argv),
+                                           clock::system()->now());
+    });
+    if (r.outcome != forget_outcome::not_found) r.record.name_space = key.name_space();
+    return r;
+}
+
 std::size_t redis_store::do_purge_expired(std::size_t /*limit*/) {
     return 0;
 }

@@ -101,6 +101,27 @@ bool decode_release(const redisReply& r) {
     return removed == 1;
 }
 
+forget_result decode_forget(const redisReply& r, time_point now) {
+    if (r.type == REDIS_REPLY_ERROR) throw_reply_error(r, "server error");
+    if (r.type != REDIS_REPLY_ARRAY || r.elements == 0 || r.element[0]->type != REDIS_REPLY_INTEGER)
+        throw_shape("forget");
+    const long long code = r.element[0]->integer;
+    if (code == 0 && r.elements == 1) return {};
+    if (code == 3 && r.elements == 1)
+        throw store_error(store_failure::corrupt_record, "the key holds something this store did not write; kept");
+    if ((code != 1 && code != 2) || r.elements != 3 || r.element[1]->type != REDIS_REPLY_INTEGER ||
+        r.element[2]->type != REDIS_REPLY_INTEGER)
+        throw_shape("forget");
+    const long long ttl = r.element[1]->integer, bytes = r.element[2]->integer;
+    if (ttl < 0 || bytes < -1 || (code == 2 && bytes != -1)) throw_shape("forget");
+    forget_result out{code == 1 ? forget_outcome::deleted : forget_outcome::refused_in_flight, {}};
+    out.record.completed = bytes >= 0;
+    out.record.now = now;
+    out.record.expires_at = now + std::chrono::milliseconds(ttl);
+    out.record.payload_bytes = bytes >= 0 ? static_cast<std::size_t>(bytes) : 0;
+    return out;
+}
+
 std::optional<redirection> parse_redirection(std::string_view error_text) {
     const auto first_space = error_text.find(' ');
     if (first_space == std::string_view::npos) return std::nullopt;

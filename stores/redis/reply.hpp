@@ -14,6 +14,7 @@
 
 #include "idem/error.hpp"
 #include "idem/record_store.hpp"
+#include "idem/store_admin.hpp"
 
 namespace idem::redis_detail {
 
@@ -30,6 +31,8 @@ namespace idem::redis_detail {
 [[nodiscard]] bool decode_complete(const redisReply& r);
 // The release script's answer: removed or refused.
 [[nodiscard]] bool decode_release(const redisReply& r);
+// The forget script's answer, its times read against `now`; the namespace is the caller's to fill.
+[[nodiscard]] forget_result decode_forget(const redisReply& r, time_point now);
 
 struct node_address {
     std::string host;  // empty: the node that sent the reply

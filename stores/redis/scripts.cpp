@@ -56,4 +56,24 @@ return 0
     return s;
 }
 
+const script& forget_script() {
+    static const script s = make(R"lua(
+local e = redis.call('HMGET', KEYS[1], 't', 'f', 'p')
+if not (e[1] and e[2]) then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return {3} end
+  return {0}
+end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then return {3} end
+if not e[3] then
+  if ARGV[1] ~= '1' then return {2, ttl, -1} end
+  redis.call('DEL', KEYS[1])
+  return {1, ttl, -1}
+end
+redis.call('DEL', KEYS[1])
+return {1, ttl, string.len(e[3])}
+)lua");
+    return s;
+}
+
 }  // namespace idem::redis_detail

@@ -138,6 +138,24 @@ TEST_CASE("redis replies: the scripts' answers decode to reservations; any other
     CHECK(caught_store_error([&] { (void)decode_release(*parse(":2\r\n")); }).failure() ==
           store_failure::corrupt_record);
 
+    const time_point now{std::chrono::hours(1000)};
+    CHECK(decode_forget(*parse("*1\r\n:0\r\n"), now).outcome == forget_outcome::not_found);
+    const forget_result deleted = decode_forget(*parse("*3\r\n:1\r\n:1500\r\n:7\r\n"), now);
+    CHECK(deleted.outcome == forget_outcome::deleted);
+    CHECK(deleted.record.completed);
+    CHECK(deleted.record.payload_bytes == 7);
+    CHECK(deleted.record.expires_at == now + std::chrono::milliseconds(1500));
+    const forget_result kept = decode_forget(*parse("*3\r\n:2\r\n:10\r\n:-1\r\n"), now);
+    CHECK(kept.outcome == forget_outcome::refused_in_flight);
+    CHECK_FALSE(kept.record.completed);
+    CHECK(decode_forget(*parse("*3\r\n:1\r\n:10\r\n:-1\r\n"), now).outcome == forget_outcome::deleted);
+    for (const std::string_view bad :
+         {"*1\r\n:3\r\n", "*0\r\n", ":0\r\n", "*1\r\n:1\r\n", "*3\r\n:2\r\n:10\r\n:5\r\n", "*3\r\n:1\r\n:-1\r\n:5\r\n",
+          "*3\r\n:1\r\n:10\r\n:-2\r\n", "*3\r\n:4\r\n:1\r\n:1\r\n", "*3\r\n:1\r\n$1\r\n1\r\n:1\r\n", "$-1\r\n"})
+        CHECK_MESSAGE(caught_store_error([&] { (void)decode_forget(*parse(bad), now); }).failure() ==
+                          store_failure::corrupt_record,
+                      bad);
+
     // Error replies keep their code; a slot on the move is transient.
     const auto moving =
         caught_store_error([&] { (void)decode_complete(*parse("-TRYAGAIN Multiple keys request\r\n")); });

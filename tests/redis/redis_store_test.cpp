@@ -165,6 +165,46 @@ TEST_CASE("redis: a key holding something this store did not write is corrupt_re
     CHECK(raw.text({"HGET", foreign_hash.to_storage_key(), "x"}) == "y");
 }
 
+TEST_CASE("redis: forget deletes a completed entry; one in flight only when forced; a foreign key is kept") {
+    redis_store store(test::shared_redis_options());
+    const std::string ns = fresh_namespace();
+    const record_key done(ns, "done"), running(ns, "running"), foreign(ns, "foreign"), text(ns, "text");
+    test::redis_client raw(test::shared_redis());
+    auto r = store.try_reserve(done, "fp", 1min);
+    REQUIRE(store.complete(done, r.token, "fp", std::string("re\0sult", 7), 1h));
+    REQUIRE(store.try_reserve(running, "fp", 2min).status == status::reserved);
+
+    CHECK(store.forget(record_key(ns, "never"), true).outcome == forget_outcome::not_found);
+    const forget_result completed = store.forget(done, false);
+    CHECK(completed.outcome == forget_outcome::deleted);
+    CHECK(completed.record.completed);
+    CHECK(completed.record.payload_bytes == 7);
+    CHECK(completed.record.name_space == ns);
+    CHECK(completed.record.expires_at - completed.record.now > 59min);
+    CHECK(completed.record.expires_at - completed.record.now <= 1h);
+    CHECK(raw.text({"EXISTS", done.to_storage_key()}) == "0");
+    CHECK(store.forget(done, false).outcome == forget_outcome::not_found);
+    CHECK(store.try_reserve(done, "another fingerprint", 1min).status == status::reserved);
+
+    const forget_result kept = store.forget(running, false);
+    CHECK(kept.outcome == forget_outcome::refused_in_flight);
+    CHECK_FALSE(kept.record.completed);
+    CHECK_FALSE(kept.record.expired());
+    CHECK(store.try_reserve(running, "fp", 1min).status == status::in_flight);
+    CHECK(store.forget(running, true).outcome == forget_outcome::deleted);
+    CHECK(store.try_reserve(running, "fp", 1min).status == status::reserved);
+
+    // What this store did not write stays, as a typed error.
+    REQUIRE(raw.text({"HSET", foreign.to_storage_key(), "x", "y"}) == "1");
+    REQUIRE(raw.text({"SET", text.to_storage_key(), "not a hash"}) == "OK");
+    CHECK(caught_store_error([&] { (void)store.forget(foreign, true); }).failure() == store_failure::corrupt_record);
+    CHECK(caught_store_error([&] { (void)store.forget(text, true); }).failure() == store_failure::corrupt_record);
+    CHECK(raw.text({"HGET", foreign.to_storage_key(), "x"}) == "y");
+    CHECK(raw.text({"GET", text.to_storage_key()}) == "not a hash");
+    (void)raw.text(
+        {"DEL", done.to_storage_key(), running.to_storage_key(), foreign.to_storage_key(), text.to_storage_key()});
+}
+
 TEST_CASE("redis: bad options are rejected at construction, naming the field") {
     auto rejected = [](const redis_options& options, std::string_view field) {
         try {

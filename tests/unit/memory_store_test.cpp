@@ -176,3 +176,36 @@ TEST_CASE("memory store: purge in small batches removes every expired entry and 
         CHECK(status == (i % 6 == 1 ? reservation_status::reserved : reservation_status::in_flight));
     }
 }
+
+TEST_CASE("memory store: forget deletes a completed or expired entry; one in flight only when forced") {
+    auto clock = std::make_shared<manual_clock>();
+    memory_store store(clock);
+    const record_key done("forget", "done"), running("forget", "running"), stale("forget", "stale");
+    auto r = store.try_reserve(done, "fp", 1min);
+    REQUIRE(store.complete(done, r.token, "fp", std::string("re\0sult", 7), 1h));
+    REQUIRE(store.try_reserve(running, "fp", 1min).status == reservation_status::reserved);
+    REQUIRE(store.try_reserve(stale, "fp", 1s).status == reservation_status::reserved);
+    clock->advance(2s);
+
+    CHECK(store.forget(record_key("forget", "never"), true).outcome == forget_outcome::not_found);
+    const forget_result completed = store.forget(done, false);
+    CHECK(completed.outcome == forget_outcome::deleted);
+    CHECK(completed.record.completed);
+    CHECK(completed.record.payload_bytes == 7);
+    CHECK(completed.record.name_space == "forget");
+    CHECK(completed.record.expires_at == completed.record.now + 1h - 2s);
+    CHECK(store.forget(done, false).outcome == forget_outcome::not_found);
+    // Its key runs anew.
+    CHECK(store.try_reserve(done, "other fingerprint", 1min).status == reservation_status::reserved);
+
+    CHECK(store.forget(stale, false).outcome == forget_outcome::deleted);
+
+    const forget_result kept = store.forget(running, false);
+    CHECK(kept.outcome == forget_outcome::refused_in_flight);
+    CHECK_FALSE(kept.record.completed);
+    CHECK(kept.record.expires_at - kept.record.now == 58s);
+    CHECK(store.try_reserve(running, "fp", 1min).status == reservation_status::in_flight);
+    CHECK(store.forget(running, true).outcome == forget_outcome::deleted);
+    CHECK(store.try_reserve(running, "fp", 1min).status == reservation_status::reserved);
+    CHECK(store.size() == 2);
+}

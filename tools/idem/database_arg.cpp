@@ -7,8 +7,8 @@
 
 namespace idem::cli {
 
-void add_database_option(CLI::App& command, std::string& url) {
-    command.add_option("--db", url, fmt::format("The database: {}", database_url_forms))->required();
+void add_database_option(CLI::App& command, std::string& url, bool required) {
+    command.add_option("--db", url, fmt::format("The database: {}", database_url_forms))->required(required);
 }
 
 std::string explain(const store_error& failure, const database_url& url) {

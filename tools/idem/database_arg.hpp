@@ -20,8 +20,9 @@ namespace idem::cli {
 using idem::database_url;
 using idem::database_url_forms;
 
-// Adds the required --db option of a command that opens a store.
-void add_database_option(CLI::App& command, std::string& url);
+// Adds the --db option of a command that opens a store (required unless the
+// command names its store another way).
+void add_database_option(CLI::App& command, std::string& url, bool required = true);
 
 // database_url::parse: std::invalid_argument naming the accepted forms for
 // anything else. The message never repeats the value: a URI may carry a password.

@@ -10,22 +10,48 @@
 #include "internal/saturating_time.hpp"
 #include "record_key_flags.hpp"
 #include "record_report.hpp"
+#include "redis_arg.hpp"
+#include "redis_ledger.hpp"
 
 namespace idem::cli {
 namespace {
 
 struct forget_args {
     std::string url;
+    std::string redis;
     std::string key_hash;
     record_key_flags key;
     bool force = false;
 };
 
+// Redis keeps each record under its key's text, not its digest: the key names it.
+forget_result on_redis(const forget_args& args, const digest& d) {
+    if (!args.key_hash.empty())
+        throw std::invalid_argument(
+            "idem: a Redis ledger finds a record by its key, not its hash: name it by --namespace, one scope flag "
+            "and --key");
+    const redis_options options = parse_redis_url(args.redis);
+    try {
+        return forget_on_redis(options, args.key.build(), args.force);
+    } catch (const store_error& e) {
+        throw command_error(
+            fmt::format("{}; check that Redis is reachable and --redis is right (for {}), then run "
+                        "the command again",
+                        e.what(), names_of(d)));
+    }
+}
+
 int forget(const forget_args& args) {
+    if (args.url.empty() == args.redis.empty())
+        throw std::invalid_argument("idem: name the ledger by --db (a SQL database) or by --redis, one of the two");
     const digest d = named_record(args.key_hash, args.key);
-    const database_url db = parse_database_url(args.url);
-    const forget_result r =
-        on_database(db, [&] { return open_store(db, open_mode::existing).admin->forget(d, args.force); });
+    forget_result r;
+    if (!args.redis.empty()) {
+        r = on_redis(args, d);
+    } else {
+        const database_url db = parse_database_url(args.url);
+        r = on_database(db, [&] { return open_store(db, open_mode::existing).admin->forget(d, args.force); });
+    }
     switch (r.outcome) {
         case forget_outcome::not_found:
             std::cerr << "idem: no record with " << names_of(d) << "; nothing was deleted\n";
@@ -40,8 +66,10 @@ int forget(const forget_args& args) {
         case forget_outcome::deleted: break;
     }
     // One line an operator's log keeps: what was deleted, by its hashes only.
-    std::cout << fmt::format("deleted the record with {}: namespace {}, {}, written {}{}\n", names_of(d),
-                             r.record.name_space, state_of(r.record), utc(r.record.created_at),
+    // Redis keeps no write time.
+    const std::string written = args.redis.empty() ? ", written " + utc(r.record.created_at) : "";
+    std::cout << fmt::format("deleted the record with {}: namespace {}, {}{}{}\n", names_of(d), r.record.name_space,
+                             state_of(r.record), written,
                              !r.record.completed && !r.record.expired() ? " (--force)" : "");
     return 0;
 }
@@ -52,7 +80,11 @@ void add_forget_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<forget_args>();
     auto* command = app.add_subcommand(
         "forget", "Delete one record (a stuck key, or one used by mistake); a request with its key then runs anew");
-    add_database_option(*command, args->url);
+    add_database_option(*command, args->url, false);
+    command
+        ->add_option("--redis", args->redis,
+                     fmt::format("Or the Redis ledger: {} (the record is then named by its key)", redis_url_form))
+        ->excludes("--db");
     command->add_option("--key-hash", args->key_hash,
                         "The record's digest: 64 hex characters (SHA-256 of its storage key), or the 32 of its "
                         "first 16 bytes, the key_hash a SQL table shows");

@@ -5,6 +5,7 @@
 //   idem inspect --db URL --key-hash H    look at one record
 //   idem inspect --db URL --namespace NS --recent N    the namespace's latest records
 //   idem forget --db URL --key-hash H [--force]         delete one record
+//   idem forget --redis URL --namespace NS --tenant T --key K   the same on a Redis ledger
 // Exit codes: 0 done, 1 database error (or `key valid`: not valid), 2 usage
 // error, 3 `inspect`, `forget`: no such record, 4 `forget`: in flight, kept.
 #include <CLI/CLI.hpp>
