@@ -19,6 +19,31 @@ namespace {
 // Runners begin and end a transaction on the same thread (run() is synchronous).
 thread_local std::vector<unit_of_work*> open_on_this_thread;
 
+// Where a runner's transaction is: one value, so that "open", "BEGIN held back"
+// and "in doubt" cannot disagree.
+enum class stage {
+    none,           // no transaction has run yet
+    begin_held,     // open; BEGIN is held back for a store's first statement (the fast path)
+    active,         // open; BEGIN was sent
+    open_in_doubt,  // open, but a savepoint could not be rolled back: it can only be rolled back
+    committed,      // ended
+    rolled_back,    // ended
+    in_doubt,       // ended, and whether it committed is unknown
+};
+
+[[nodiscard]] transaction_state state_of(stage s) noexcept {
+    switch (s) {
+        case stage::none:
+        case stage::committed: return transaction_state::committed;
+        case stage::begin_held:
+        case stage::active: return transaction_state::active;
+        case stage::rolled_back: return transaction_state::rolled_back;
+        case stage::open_in_doubt:
+        case stage::in_doubt: return transaction_state::in_doubt;
+    }
+    return transaction_state::in_doubt;
+}
+
 // Throws a transaction_error carrying `cause` (the exception that made us roll
 // back) as its nested exception, so the caller still sees why.
 [[noreturn]] void throw_in_doubt(std::string_view what, const std::exception& failure, std::exception_ptr cause) {
@@ -42,7 +67,7 @@ public:
           keeps_statements_(!options.transaction_pooler) {}
 
     ~impl() override {
-        if (!open_ || begin_held_) return;
+        if (!open() || stage_ == stage::begin_held) return;
         // Only reachable if the runner dies inside run(): leave nothing open on the
         // session. A destructor has no one to report a failure to.
         try {
@@ -55,7 +80,7 @@ public:
         flush();
         return session_;
     }
-    [[nodiscard]] transaction_state state() const noexcept override { return state_; }
+    [[nodiscard]] transaction_state state() const noexcept override { return state_of(stage_); }
     detail::sql_transaction& internals() noexcept override { return *this; }
 
     // detail::sql_transaction
@@ -69,8 +94,10 @@ public:
     detail::unit_state* features_if_any() noexcept override { return unit_.get(); }
     [[nodiscard]] bool keeps_statements() const noexcept override { return keeps_statements_; }
 
-    [[nodiscard]] bool open() const noexcept { return open_; }
-    [[nodiscard]] bool ran() const noexcept { return ran_; }
+    [[nodiscard]] bool open() const noexcept {
+        return stage_ == stage::begin_held || stage_ == stage::active || stage_ == stage::open_in_doubt;
+    }
+    [[nodiscard]] bool ran() const noexcept { return stage_ != stage::none; }
 
     // `fast` (PostgreSQL): hold BEGIN back until a store sends it with its first
     // statement, or until anything else needs the transaction.
@@ -78,17 +105,15 @@ public:
         open_on_this_thread.reserve(open_on_this_thread.size() + 1);  // close() must not allocate
         fast_ = fast && connection_->can_finish();
         if (!fast_) connection_->begin();
-        begin_held_ = fast_;
         open_on_this_thread.push_back(this);
-        open_ = ran_ = true;
-        state_ = transaction_state::active;
+        stage_ = fast_ ? stage::begin_held : stage::active;
         depth_ = 0;
         unit_.reset();
         ++serial_;
     }
 
     void commit() {
-        if (state_ == transaction_state::in_doubt) {
+        if (stage_ == stage::open_in_doubt) {
             const transaction_error refused(
                 "idem: a savepoint could not be rolled back, so the transaction is in doubt");
             rollback(nullptr);
@@ -104,8 +129,8 @@ public:
                 throw;
             }
         }
-        if (begin_held_) {  // nothing was sent: there is nothing to commit
-            close(transaction_state::committed);
+        if (stage_ == stage::begin_held) {  // nothing was sent: there is nothing to commit
+            close(stage::committed);
             finish_unit(detail::unit_end::committed, false);
             return;
         }
@@ -128,7 +153,7 @@ public:
             rollback(std::current_exception(), true);
             throw;
         }
-        close(transaction_state::committed);
+        close(stage::committed);
         finish_unit(detail::unit_end::committed, false);
     }
 
@@ -136,8 +161,8 @@ public:
     // if any, and `after_commit` says whether a COMMIT was sent before.
     void rollback(std::exception_ptr cause, bool after_commit = false) {
         deferred_.reset();
-        if (begin_held_) {
-            close(transaction_state::rolled_back);
+        if (stage_ == stage::begin_held) {
+            close(stage::rolled_back);
             finish_unit(detail::unit_end::rolled_back, cause != nullptr);
             return;
         }
@@ -148,28 +173,30 @@ public:
                 // The server ends the transaction of a connection that is gone: it cannot
                 // commit any more, unless the COMMIT sent before reached it.
                 // The caller rethrows why it rolled back (a connection_lost store_error after a COMMIT).
-                close(after_commit ? transaction_state::in_doubt : transaction_state::rolled_back);
+                close(after_commit ? stage::in_doubt : stage::rolled_back);
                 finish_unit(detail::unit_end::rolled_back, true);
                 return;
             }
-            close(transaction_state::in_doubt);
+            close(stage::in_doubt);
             throw_in_doubt("ROLLBACK", failure, cause);
         }
-        close(transaction_state::rolled_back);
+        close(stage::rolled_back);
         finish_unit(detail::unit_end::rolled_back, cause != nullptr);
     }
 
     // detail::fast_path
     [[nodiscard]] const char* held_begin() const noexcept override {
-        return begin_held_ ? connection_->begin_sql().c_str() : nullptr;
+        return stage_ == stage::begin_held ? connection_->begin_sql().c_str() : nullptr;
     }
-    void begin_sent() noexcept override { begin_held_ = false; }
+    void begin_sent() noexcept override {
+        if (stage_ == stage::begin_held) stage_ = stage::active;
+    }
     soci::session& store_session() override {
         run_deferred();
         return session_;
     }
     [[nodiscard]] bool may_defer() const noexcept override {
-        return fast_ && open_ && depth_ == 0 && !deferred_ && !begin_held_ && state_ == transaction_state::active;
+        return fast_ && stage_ == stage::active && depth_ == 0 && !deferred_;
     }
     void defer(std::unique_ptr<detail::deferred_statement> statement) override {
         if (!may_defer()) throw std::logic_error("idem: this transaction cannot defer a statement");
@@ -209,7 +236,7 @@ protected:
         } catch (const std::exception& failure) {
             // The database may have ended the whole transaction (SQLite does on
             // some I/O errors): what the outer work did is no longer certain.
-            state_ = transaction_state::in_doubt;
+            stage_ = stage::open_in_doubt;
             // A connection that is gone takes the whole transaction with it; the
             // outermost level reports that as the failure it is.
             if (cause && connection_->broken()) std::rethrow_exception(cause);
@@ -219,15 +246,15 @@ protected:
 
 private:
     void require_usable() const {
-        if (!open_) throw std::logic_error("idem: the transaction has ended");
-        if (state_ == transaction_state::in_doubt)
+        if (!open()) throw std::logic_error("idem: the transaction has ended");
+        if (stage_ == stage::open_in_doubt)
             throw transaction_error("idem: the transaction is in doubt; it can only be rolled back");
     }
 
     // Sends what the fast path held back, in order, before anything else uses the transaction.
     void flush() {
-        if (begin_held_) {
-            begin_held_ = false;  // a BEGIN that fails midway is still ended by ROLLBACK
+        if (stage_ == stage::begin_held) {
+            stage_ = stage::active;  // a BEGIN that fails midway is still ended by ROLLBACK
             connection_->begin();
         }
         run_deferred();
@@ -239,15 +266,15 @@ private:
         connection_->finish(*last, false);
     }
 
-    void close(transaction_state final_state) noexcept {
+    // `ended`: committed, rolled_back or in_doubt.
+    void close(stage ended) noexcept {
         std::erase(open_on_this_thread, this);
-        open_ = false;
-        state_ = final_state;
+        stage_ = ended;
         depth_ = 0;
-        fast_ = begin_held_ = false;
+        fast_ = false;
         deferred_.reset();
         // An end in doubt runs no hook: neither after_commit nor after_rollback is known to be true.
-        if (final_state == transaction_state::in_doubt) finish_unit(detail::unit_end::in_doubt, true);
+        if (ended == stage::in_doubt) finish_unit(detail::unit_end::in_doubt, true);
     }
 
     // The transaction is known to have ended: its hooks run with the unit's state
@@ -264,11 +291,8 @@ private:
     std::unique_ptr<detail::deferred_statement> deferred_;
     std::unique_ptr<detail::unit_state> unit_;  // created on first use, dropped when the transaction ends
     bool keeps_statements_;
-    transaction_state state_ = transaction_state::committed;
-    bool open_ = false;
-    bool ran_ = false;
-    bool fast_ = false;
-    bool begin_held_ = false;
+    stage stage_ = stage::none;
+    bool fast_ = false;  // this transaction may hold BEGIN back and send a statement with COMMIT
     int depth_ = 0;
     std::uint64_t serial_ = 0;
 
