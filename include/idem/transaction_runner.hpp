@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "idem/export.hpp"
+#include "idem/telemetry.hpp"
 #include "idem/unit_of_work.hpp"
 
 namespace idem {
@@ -49,6 +50,10 @@ struct IDEM_API transaction_options {
     // connection, so the mapped objects' statements are not kept prepared
     // beyond the one they ran in.
     bool transaction_pooler = false;
+    // Told what the destructor could not throw: a runner destroyed inside run()
+    // (exit() called from the work) rolls its transaction back, and a ROLLBACK
+    // that fails there is logged as idem.transaction.rollback_failed. Null: null_sink().
+    std::shared_ptr<telemetry_sink> telemetry = nullptr;
 };
 
 class IDEM_API transaction_runner {

@@ -64,15 +64,40 @@ public:
         : session_(session),
           dialect_(detail::dialect_of(session)),
           connection_(dialect_.connect(session, dialect_.begin_sql(options))),
+          telemetry_(options.telemetry ? options.telemetry : null_sink()),
           keeps_statements_(!options.transaction_pooler) {}
 
+    // Only reachable when the runner dies inside run() (exit() called from the
+    // work destroys a static runner): leave nothing open on the session, and tell
+    // the telemetry sink how that went, since a destructor cannot throw.
     ~impl() override {
-        if (!open() || stage_ == stage::begin_held) return;
-        // Only reachable if the runner dies inside run(): leave nothing open on the
-        // session. A destructor has no one to report a failure to.
+        if (!open()) return;
+        if (stage_ == stage::begin_held) {  // nothing was sent: there is nothing to roll back
+            close(stage::rolled_back);
+            return;
+        }
         try {
             connection_->rollback();
+            close(stage::rolled_back);
+            report(log_level::warning, "idem.transaction.abandoned",
+                   "the runner was destroyed inside run(); its transaction was rolled back");
+        } catch (const std::exception& failure) {
+            if (connection_->broken()) {
+                close(stage::rolled_back);
+                report(log_level::warning, "idem.transaction.abandoned",
+                       "the runner was destroyed inside run() on a connection that is gone; the server ends "
+                       "the transaction: ",
+                       failure.what());
+            } else {
+                close(stage::in_doubt);
+                report(log_level::error, "idem.transaction.rollback_failed",
+                       "the runner was destroyed inside run() and its ROLLBACK failed; the transaction is in doubt: ",
+                       failure.what());
+            }
         } catch (...) {
+            close(stage::in_doubt);
+            report(log_level::error, "idem.transaction.rollback_failed",
+                   "the runner was destroyed inside run() and its ROLLBACK failed; the transaction is in doubt");
         }
     }
 
@@ -277,6 +302,17 @@ private:
         if (ended == stage::in_doubt) finish_unit(detail::unit_end::in_doubt, true);
     }
 
+    // What the destructor cannot throw, logged instead; never throws itself.
+    void report(log_level level, std::string_view event, std::string_view message,
+                std::string_view failure = {}) const noexcept {
+        try {
+            const std::string text = std::string(message) + std::string(failure);
+            telemetry_->on_log({.level = level, .name = event, .key_hash = {}, .message = text});
+        } catch (...) {
+            // Out of memory for the message: nothing left to tell it with.
+        }
+    }
+
     // The transaction is known to have ended: its hooks run with the unit's state
     // already dropped (a hook may start another unit of work on this runner).
     void finish_unit(detail::unit_end how, bool quiet) {
@@ -290,6 +326,7 @@ private:
     std::unordered_map<std::uint64_t, std::shared_ptr<void>> cache_;
     std::unique_ptr<detail::deferred_statement> deferred_;
     std::unique_ptr<detail::unit_state> unit_;  // created on first use, dropped when the transaction ends
+    std::shared_ptr<telemetry_sink> telemetry_;
     bool keeps_statements_;
     stage stage_ = stage::none;
     bool fast_ = false;  // this transaction may hold BEGIN back and send a statement with COMMIT

@@ -15,6 +15,7 @@
 #include "sql/sql_dialect.hpp"
 #include "sql/sql_transaction.hpp"
 #include "temp_dir.hpp"
+#include "worker_processes.hpp"
 
 namespace {
 
@@ -186,6 +187,29 @@ TEST_CASE("runner: a rollback that fails leaves the transaction in doubt and rep
     CHECK_FALSE(db.runner.in_transaction());
     db.runner.run([&](unit_of_work& tx) { insert(tx, "b"); });  // the runner recovers for the next transaction
     CHECK(db.runner.last_state() == transaction_state::committed);
+}
+
+TEST_CASE("runner: destroyed inside run(), it rolls the transaction back and tells its telemetry sink") {
+    database db;
+    // A process that calls exit() from the work destroys its static runner mid-run.
+    auto worker = idem::test::start_worker({IDEM_SQLITE_WORKER, "exit-in-run", db.path, "rolls-back"});
+    const std::string line = idem::test::line_of(*worker);
+    CHECK(line.find("level=warning event=idem.transaction.abandoned") != std::string::npos);
+    CHECK(line.find("rolled back") != std::string::npos);
+    CHECK(idem::test::exit_code(*worker) == 0);
+    CHECK(db.committed() == 0);
+}
+
+TEST_CASE("runner: destroyed inside run() with a ROLLBACK that fails, it reports the transaction in doubt") {
+    database db;
+    // The work commits behind the runner's back before exit(): the destructor's ROLLBACK fails.
+    auto worker = idem::test::start_worker({IDEM_SQLITE_WORKER, "exit-in-run", db.path, "rollback-fails"});
+    const std::string line = idem::test::line_of(*worker);
+    CHECK(line.find("level=error event=idem.transaction.rollback_failed") != std::string::npos);
+    CHECK(line.find("in doubt") != std::string::npos);
+    CHECK(line.find("no transaction is active") != std::string::npos);  // SQLite's own answer
+    CHECK(idem::test::exit_code(*worker) == 0);  // reported, not thrown: the process ends normally
+    CHECK(db.committed() == 1);
 }
 
 TEST_CASE("runner: a savepoint that cannot be rolled back puts the transaction in doubt; it cannot commit") {
