@@ -1,20 +1,13 @@
 // idem/http/layer.hpp: the Idempotency-Key layer, independent of any server library.
-//
-// Wrap an endpoint: the first request with a key runs it; a retry with the same
-// key and content gets the stored response (Idempotent-Replayed: true); other
-// content gets 422. On a SQL database the endpoint runs in a unit of work and
-// its response is recorded in that transaction, so the money and the stored
-// response commit together or not at all:
+// On a SQL database the endpoint runs in a unit of work and its response is
+// recorded in that transaction:
 //
 //   idem::http::idempotency_layer layer{db.executor(), {.resolver = idem::scopes::user()}};
 //   idem::http::response res = layer.handle(db, req, [&](idem::unit_of_work& uow) {
 //       return create_payment(uow, req.body);  // an idem::http::response
 //   });
 //
-// Without a database (lease mode) the record is written apart, before and after
-// the endpoint: layer.handle(req, [&] { return call_provider(req); }); a retry
-// while the first runs gets 409 with Retry-After. An adapter for cpp-httplib is
-// in idem/http/httplib.hpp. See docs/http.md.
+// Lease mode (layer.handle(req, endpoint)), answers and live options: docs/http.md.
 #pragma once
 
 #include <chrono>
