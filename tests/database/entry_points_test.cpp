@@ -450,18 +450,12 @@ void wait_for_commit(soci::session& admin) {
     FAIL("no COMMIT reached the trigger");
 }
 
-std::string through(const std::string& conninfo, int port) {
-    const auto at = conninfo.find("port=");
-    const auto end = conninfo.find(' ', at);
-    return conninfo.substr(0, at) + "port=" + std::to_string(port) + conninfo.substr(end);
-}
-
 }  // namespace
 
 TEST_CASE("HTTP in a unit of work (PostgreSQL): an in-doubt COMMIT answers 503; the retry replays or runs") {
     idem::test::postgres_server server;
     idem::test::tcp_proxy proxy(server.port());
-    idem::database db = open_bank(idem::test::connection_place(through(server.conninfo(), proxy.port())));
+    idem::database db = open_bank(idem::test::connection_place(idem::test::with_port(server.conninfo(), proxy.port())));
     slow_commits(db);
     soci::session admin;
     idem::open_postgresql_session(admin, server.conninfo());

@@ -4,7 +4,10 @@
 //   postgresql_worker crash <conninfo> <key>                  write a transfer, print "written", wait to be killed
 //   postgresql_worker migrate <conninfo>                      migrate at that instant; print what it applied
 //   postgresql_worker purge <conninfo> <batch>                purge in batches from that instant; print the total
+//   postgresql_worker exit-in-run <conninfo>                  print "in run" inside run(), exit() at a line on stdin
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include "bank_worker.hpp"
@@ -83,6 +86,29 @@ int purge(const std::string& conninfo, std::size_t batch) {
     return 0;
 }
 
+// exit() called from the work destroys a static runner with its transaction
+// open; the runner's log events go to stdout. The test cuts the connection
+// before it sends the line that makes this exit.
+int exit_in_run(const std::string& conninfo) {
+    struct process_wide {
+        soci::session session;
+        std::unique_ptr<idem::transaction_runner> runner;  // declared after the session: dies first
+    };
+    static process_wide held;  // destroyed by exit(), with run() still on the stack
+    idem::open_postgresql_session(held.session, conninfo);
+    held.runner = std::make_unique<idem::transaction_runner>(
+        held.session,
+        idem::transaction_options{.telemetry = std::make_shared<idem::log_sink>(std::cout, idem::log_level::debug)});
+    held.runner->run([&](idem::unit_of_work& tx) {
+        tx.sql() << "CREATE TEMPORARY TABLE abandoned (id INTEGER)";
+        std::cout << "in run" << std::endl;
+        std::string line;
+        std::getline(std::cin, line);
+        std::exit(0);
+    });
+    return 5;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,5 +123,6 @@ int main(int argc, char** argv) {
             {"crash", "<conninfo> <key>", [](const args& a) { return crash(a[0], a[1]); }},
             {"migrate", "<conninfo>", [](const args& a) { return migrate(a[0]); }},
             {"purge", "<conninfo> <batch>", [](const args& a) { return purge(a[0], std::stoul(a[1])); }},
+            {"exit-in-run", "<conninfo>", [](const args& a) { return exit_in_run(a[0]); }},
         });
 }
