@@ -5,12 +5,11 @@
 //   postgresql_worker migrate <conninfo>                      migrate at that instant; print what it applied
 //   postgresql_worker purge <conninfo> <batch>                purge in batches from that instant; print the total
 //   postgresql_worker exit-in-run <conninfo>                  print "in run" inside run(), exit() at a line on stdin
-#include <cstdlib>
 #include <iostream>
-#include <memory>
 #include <string>
 
 #include "bank_worker.hpp"
+#include "exit_inside_run.hpp"
 #include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
 #include "postgresql_bank.hpp"
@@ -87,26 +86,16 @@ int purge(const std::string& conninfo, std::size_t batch) {
 }
 
 // exit() called from the work destroys a static runner with its transaction
-// open; the runner's log events go to stdout. The test cuts the connection
-// before it sends the line that makes this exit.
+// open. The test cuts the connection before it sends the line that makes this exit.
 int exit_in_run(const std::string& conninfo) {
-    struct process_wide {
-        soci::session session;
-        std::unique_ptr<idem::transaction_runner> runner;  // declared after the session: dies first
-    };
-    static process_wide held;  // destroyed by exit(), with run() still on the stack
-    idem::open_postgresql_session(held.session, conninfo);
-    held.runner = std::make_unique<idem::transaction_runner>(
-        held.session,
-        idem::transaction_options{.telemetry = std::make_shared<idem::log_sink>(std::cout, idem::log_level::debug)});
-    held.runner->run([&](idem::unit_of_work& tx) {
-        tx.sql() << "CREATE TEMPORARY TABLE abandoned (id INTEGER)";
-        std::cout << "in run" << std::endl;
-        std::string line;
-        std::getline(std::cin, line);
-        std::exit(0);
-    });
-    return 5;
+    return idem::test::exit_inside_run(
+        [&](soci::session& session) { idem::open_postgresql_session(session, conninfo); },
+        [](idem::unit_of_work& tx) {
+            tx.sql() << "CREATE TEMPORARY TABLE abandoned (id INTEGER)";
+            std::cout << "in run" << std::endl;
+            std::string line;
+            std::getline(std::cin, line);
+        });
 }
 
 }  // namespace

@@ -5,11 +5,10 @@
 //   sqlite_worker migrate <db>                      migrate at that instant; print what it applied
 //   sqlite_worker exit-in-run <db> <how>            call exit() inside run(); print the runner's log events
 #include <cstdlib>
-#include <iostream>
-#include <memory>
 #include <string>
 
 #include "bank_worker.hpp"
+#include "exit_inside_run.hpp"
 #include "sqlite_bank.hpp"
 
 namespace {
@@ -60,22 +59,15 @@ int migrate(const std::string& db) {
 // open. `how`: "rolls-back", or "rollback-fails" (the work commits behind the
 // runner's back first, so the runner's ROLLBACK fails).
 int exit_in_run(const std::string& db, const std::string& how) {
-    struct process_wide {
-        soci::session session;
-        std::unique_ptr<idem::transaction_runner> runner;  // declared after the session: dies first
-    };
-    static process_wide held;  // destroyed by exit(), with run() still on the stack
-    idem::open_sqlite_session(held.session, db, connection_options);
-    held.session << "CREATE TABLE IF NOT EXISTS items (name TEXT PRIMARY KEY)";
-    held.runner = std::make_unique<idem::transaction_runner>(
-        held.session,
-        idem::transaction_options{.telemetry = std::make_shared<idem::log_sink>(std::cout, idem::log_level::debug)});
-    held.runner->run([&](idem::unit_of_work& tx) {
-        tx.sql() << "INSERT INTO items (name) VALUES ('abandoned')";
-        if (how == "rollback-fails") tx.sql() << "COMMIT";
-        std::exit(0);
-    });
-    return 5;
+    return idem::test::exit_inside_run(
+        [&](soci::session& session) {
+            idem::open_sqlite_session(session, db, connection_options);
+            session << "CREATE TABLE IF NOT EXISTS items (name TEXT PRIMARY KEY)";
+        },
+        [&](idem::unit_of_work& tx) {
+            tx.sql() << "INSERT INTO items (name) VALUES ('abandoned')";
+            if (how == "rollback-fails") tx.sql() << "COMMIT";
+        });
 }
 
 }  // namespace
