@@ -16,8 +16,20 @@
 namespace idem {
 namespace {
 
-// Runners begin and end a transaction on the same thread (run() is synchronous).
-thread_local std::vector<unit_of_work*> open_on_this_thread;
+// The transactions open on this thread, innermost last: runners begin and end a
+// transaction on the same thread (run() is synchronous).
+struct open_units {
+    std::vector<unit_of_work*> units;
+    ~open_units();
+};
+// Set when this thread's list is destroyed: exit() destroys it before the static
+// objects, and a static runner destroyed then still closes its transaction.
+// Trivially destructible, so it can be read until the thread ends.
+thread_local bool open_units_gone = false;
+open_units::~open_units() {
+    open_units_gone = true;
+}
+thread_local open_units open_on_this_thread;
 
 // Where a runner's transaction is: one value, so that "open", "BEGIN held back"
 // and "in doubt" cannot disagree.
@@ -127,10 +139,10 @@ public:
     // `fast` (PostgreSQL): hold BEGIN back until a store sends it with its first
     // statement, or until anything else needs the transaction.
     void begin(bool fast) {
-        open_on_this_thread.reserve(open_on_this_thread.size() + 1);  // close() must not allocate
+        open_on_this_thread.units.reserve(open_on_this_thread.units.size() + 1);  // close() must not allocate
         fast_ = fast && connection_->can_finish();
         if (!fast_) connection_->begin();
-        open_on_this_thread.push_back(this);
+        open_on_this_thread.units.push_back(this);
         stage_ = fast_ ? stage::begin_held : stage::active;
         depth_ = 0;
         unit_.reset();
@@ -293,7 +305,7 @@ private:
 
     // `ended`: committed, rolled_back or in_doubt.
     void close(stage ended) noexcept {
-        std::erase(open_on_this_thread, this);
+        if (!open_units_gone) std::erase(open_on_this_thread.units, this);
         stage_ = ended;
         depth_ = 0;
         fast_ = false;
@@ -337,7 +349,8 @@ private:
 };
 
 std::span<unit_of_work* const> detail::open_transactions() noexcept {
-    return open_on_this_thread;
+    if (open_units_gone) return {};
+    return open_on_this_thread.units;
 }
 
 std::uint64_t detail::new_connection_cache_owner() noexcept {
