@@ -1,6 +1,5 @@
 #include "idem/database.hpp"
 
-
 #include <soci/soci.h>
 
 #include "idem/store_registry.hpp"
@@ -33,7 +32,8 @@ struct IDEM_LOCAL database::impl {
     std::function<void(soci::session&)> open_session;
     // PostgreSQL stores need READ COMMITTED; SQLite transactions are always serializable.
     transaction_options session_options{.isolation = isolation_level::read_committed,
-                                        .transaction_pooler = options.transaction_pooler};
+                                        .transaction_pooler = options.transaction_pooler,
+                                        .telemetry = options.telemetry};
     std::unique_ptr<detail::session_pool> pool;
 
     impl(database_url u, database_options o, opened_store s)

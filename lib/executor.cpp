@@ -58,14 +58,16 @@ public:
           stop_(std::move(stop)),
           // Only where nothing outside the transaction can tell that the work ran:
           // its opener rolls it back if the record cannot be inserted at the end.
-          owned_(tx_ != nullptr && owned != nullptr && owned->owns && !call.reserve_first ? owned : nullptr) {}
+          owned_(tx_ != nullptr && owned != nullptr && owned->role != detail::owned_role::joins && !call.reserve_first
+                     ? owned
+                     : nullptr) {}
 
     detail::verdict enforce() {
         if (owned_ != nullptr) {
             const record_lookup found = joined_->look_up(*tx_, key_, fingerprint_);
             if (found.what == record_lookup::found::answer) return answered(found.answer);
-            if (owned_->answer_only) {
-                owned_->unanswered = true;
+            if (owned_->role == detail::owned_role::answers) {
+                owned_->progress = detail::owned_progress::unanswered;
                 return {execution_status::in_flight, execution_status::in_flight, mode::enforce};
             }
             if (found.what == record_lookup::found::nothing) return run_then_insert();
@@ -124,7 +126,7 @@ private:
             throw operation_cancelled();
         }
         detail::produced result{{}, classification::release};
-        owned_->unreserved = true;
+        owned_->progress = detail::owned_progress::unreserved;
         try {
             result = operation_.run(stop_);
         } catch (...) {
@@ -143,7 +145,7 @@ private:
         } else if (result.kind != classification::release) {
             joined_->insert(*tx_, key_, fingerprint_, result.payload, retention_for(result.kind));
         }
-        owned_->inserted = result.kind != classification::release;
+        if (result.kind != classification::release) owned_->progress = detail::owned_progress::inserted;
         owned_->pending = result.kind == classification::release ? outcome::released : outcome::executed;
         owned_->entry = about_.entry;
         owned_->mode = settings_.mode;

@@ -1,8 +1,5 @@
-// idem/contract.hpp: run the record-store contract suite against your own store.
-//
-// Every scenario the built-in stores pass (SPEC section 2, plus transactions for
-// stores that join them) runs against a store you supply, under doctest, in a
-// test program of its own (library idem_contract, pkg-config `idem-contract`):
+// idem/contract.hpp: run the record-store contract suite against your own store
+// (library idem_contract, pkg-config `idem-contract`).
 //
 //   struct my_context final : idem::contract::store_context {
 //       std::string name() const override { return "mine"; }
@@ -10,10 +7,7 @@
 //   };
 //   int main(int argc, char** argv) { my_context c; return idem::contract::run(c, argc, argv); }
 //
-// The suite reads the store's traits() to pick scenarios: the concurrency race
-// only for atomic_reserve, the transaction scenarios only for joins_transactions,
-// exact expiry boundaries only off a server clock (they need a clock the
-// context moves), and purge expectations from self_expiring.
+// Which traits pick which scenarios: docs/custom-store.md.
 #pragma once
 
 #include <chrono>

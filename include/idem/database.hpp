@@ -9,14 +9,8 @@
 //       uow.sql() << "UPDATE accounts SET balance = balance - :a WHERE id = :id", soci::use(amount), soci::use(from);
 //       return std::string("moved");
 //   });
-//   if (e.status() == idem::execution_status::replayed) return;  // ran before: the money moved once
 //
-// once() is the one way to put a record in a SQL transaction; the HTTP layer,
-// the webhook receiver and the inbox have database forms built on it, and an
-// application that owns its soci::session borrows the same forms (borrow()).
-// A unit of work that fails with a transient conflict is rolled back and run
-// again as a whole; a COMMIT whose answer was lost throws transaction_in_doubt.
-// See docs/database.md. Link idem_database (pkg-config idem-database).
+// Retries, in-doubt commits, borrow(): docs/database.md (link idem_database).
 #pragma once
 
 #include <chrono>

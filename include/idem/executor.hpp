@@ -78,16 +78,32 @@ struct IDEM_API verdict {
 // again if a concurrent duplicate committed first. The decision of such a run is
 // counted once the transaction has ended (executor_access::settle): a run whose
 // insert lost the race is answered by the next one instead.
+// What the opener lets the executor do in the transaction.
+enum class owned_role {
+    joins,    // the work joins a transaction already open: the usual path
+    opens,    // the transaction was opened for this call alone: nothing else runs in it
+    answers,  // as opens, but only a record may answer; the work does not run
+};
+
+// How far the executor got, for the opener to decide what a failure means.
+enum class owned_progress {
+    usual,       // answered from a record, or reserved first
+    unreserved,  // the work started without a reservation
+    inserted,    // it did, and its record was inserted (that fails at COMMIT when it lost)
+    unanswered,  // `answers` found no record to answer with
+};
+
 struct IDEM_API owned_run {
-    bool owns = false;         // the opener set it: nothing else runs in this transaction
-    bool answer_only = false;  // the opener set it: only a record may answer; the work does not run
-    bool unreserved = false;   // the work started without a reservation
-    bool inserted = false;     // the record was inserted (it fails at COMMIT when it lost)
-    bool unanswered = false;   // answer_only found no record to answer with
+    owned_role role = owned_role::joins;  // the opener sets it
+    owned_progress progress = owned_progress::usual;
     std::optional<outcome> pending = {};
     entry_point entry = entry_point::executor;
     idem::mode mode = idem::mode::enforce;
     std::string profile = {};
+
+    [[nodiscard]] bool started_unreserved() const noexcept {
+        return progress == owned_progress::unreserved || progress == owned_progress::inserted;
+    }
 };
 
 template <class Operation>

@@ -1,7 +1,5 @@
-// idem/mapping.hpp: a struct mapped to a table, declared once. The mapping
-// makes the struct SOCI's too (soci::use(t) binds every column by name,
-// soci::into(t) reads them), lets the unit of work load, track and write it,
-// and lets db.once return it (the record keeps its key; a replay reads the row).
+// idem/mapping.hpp: a struct mapped to a table, declared once, for SOCI
+// (soci::use / soci::into), the unit of work (load, track, write) and db.once.
 //
 //   struct account { std::string id; long long balance = 0; long long version = 0; };
 //   template <> struct idem::mapping<account> {  // in here, names are looked up in idem:: too
@@ -11,12 +9,8 @@
 //   };
 // and in a unit of work:
 //   account& a = uow.get<account>("alice");  // loaded once per unit of work, then tracked
-//   a.balance -= 10;                         // UPDATE ... SET balance = ?, version = ? WHERE id = ? AND version = ?
 //
-// Members are std::string, bool, short, int, long, long long, double, or a
-// std::optional of one (a nullable column). A mapping without exactly one key,
-// with a member of another type, or with a version column that is no integer
-// does not compile. See docs/mapping.md.
+// Member types, versions and errors: docs/mapping.md.
 #pragma once
 
 #include <tuple>

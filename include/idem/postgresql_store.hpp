@@ -1,22 +1,12 @@
 // idem/postgresql_store.hpp: one key ledger for a fleet of instances, in your
-// PostgreSQL transactions.
-//
-// The store keeps one row per record key (keyed by the SHA-256 of its storage
-// key) in the database your business data lives in. Inside a transaction the
-// record commits or rolls back with your writes, and a duplicate of a running
-// transaction waits for it, then replays its result (or runs, if it rolled
-// back). The plain record_store calls (the detached view) use the store's own
-// pooled connections, one short transaction each. idem::database opens it for
-// you, with a pool of business sessions on the same server:
+// PostgreSQL transactions. idem::database opens it with a pool of business
+// sessions on the same server:
 //
 //   idem::database db = idem::database::open("postgresql://app@db/bank");
 //   db.migrate();
 //   auto e = db.once(key, fingerprint, [&](idem::unit_of_work& uow) { return move_money(uow.sql()); });
 //
-// Transactions that hold records must run at READ COMMITTED (PostgreSQL's
-// default): at a stricter level a reserve could not wait for a concurrent
-// duplicate and see its outcome, so the store refuses with
-// store_error(unsupported). Every expiry decision uses the database's clock.
+// READ COMMITTED, the database's clock, poolers: docs/postgresql.md.
 #pragma once
 
 #include <chrono>

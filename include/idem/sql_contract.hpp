@@ -1,11 +1,5 @@
-// idem/sql_contract.hpp: run the SQL-store contract suite against your own SQL store.
-//
-// The scenarios every SQL store passes in the caller's transaction (the record
-// commits or rolls back with the business rows, a duplicate on another
-// connection waits for the commit, the executor's Enforce, lease and Observe
-// placements, the store_admin calls) run against a store you supply, on a
-// database you name, under doctest (library idem_sql_contract, pkg-config
-// `idem-sql-contract`):
+// idem/sql_contract.hpp: run the SQL-store contract suite against your own SQL store
+// (library idem_sql_contract, pkg-config `idem-sql-contract`).
 //
 //   struct my_context final : idem::contract::sql_store_context {
 //       std::string name() const override { return "mine"; }
@@ -14,8 +8,7 @@
 //   };
 //   int main(int argc, char** argv) { my_context c; return idem::contract::run_sql(c, argc, argv); }
 //
-// The suite creates its business tables (accounts, ledger) in portable SQL and
-// drops them again before every scenario, so give it a database of its own.
+// What it checks, and the database it needs: docs/custom-store.md.
 #pragma once
 
 #include <memory>

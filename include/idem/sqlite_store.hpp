@@ -1,10 +1,5 @@
 // idem/sqlite_store.hpp: records in a SQLite database, in your transactions.
 //
-// The store keeps one row per record key (keyed by the SHA-256 of its storage
-// key) in the database your business data lives in. Inside a transaction the
-// record commits or rolls back with your writes; the plain record_store calls
-// (the detached view) use the store's own connections:
-//
 //   idem::sqlite_store store{{.path = "app.db"}};   // WAL, busy timeout, schema migrated
 //   soci::session session;
 //   idem::open_sqlite_session(session, "app.db");  // your connection, configured the same way
@@ -16,16 +11,7 @@
 //       (void)store.complete(tx, key, r.token, fingerprint, "receipt", std::chrono::hours(24));
 //   });
 //
-// SQLite serialises writers: a duplicate of a running transaction waits (up to
-// the busy timeout) for its commit, then sees the completed record. For the
-// same reason the detached view, called on a thread that has a runner's
-// transaction open on the store's file (and so holds its only write lock),
-// joins that transaction behind a savepoint instead of waiting for itself:
-// its writes then commit or roll back with that transaction.
-//
-// It is also a store_admin, for the purge job and the `idem` command:
-//
-//   while (store.purge_batch(1000, std::chrono::hours(1)) == 1000) {}  // expired over an hour ago
+// Writers, the detached view and the purge job: docs/sqlite.md.
 #pragma once
 
 #include <chrono>

@@ -1,8 +1,7 @@
 // idem/transaction_runner.hpp: one unit of work, one database transaction.
 //
-// The runner opens a transaction on your SOCI session, hands it to the work
-// and commits when the work returns (rolls back and rethrows when it throws).
-// Business writes and a transactional store's record share that transaction:
+// Opens a transaction on your SOCI session, hands it to the work, commits when
+// the work returns and rolls back (rethrowing) when it throws:
 //
 //   idem::transaction_runner runner{session};        // one runner per session, long-lived
 //   auto receipt = runner.run([&](idem::unit_of_work& tx) {
@@ -10,17 +9,7 @@
 //       return std::string("moved 10");
 //   });
 //
-// A run() inside a run() on the same runner joins the outer transaction behind
-// a savepoint: its failure undoes only its own writes. SQLite transactions
-// begin with BEGIN IMMEDIATE (writers queue up front instead of failing at
-// their first write); PostgreSQL ones with BEGIN and the chosen isolation level.
-// Statement failures of the runner itself are idem::store_error; a rollback
-// that fails leaves the transaction in doubt and throws idem::transaction_error
-// with the original exception nested. A connection that is gone is the
-// exception: the server ends its transaction by itself, so the runner reports
-// the failure that led to the rollback (store_error, is_connection_lost() for
-// its own statements), and only a COMMIT whose answer was lost leaves the
-// transaction in doubt. Not thread-safe, like the session.
+// Nesting, errors and states: docs/database.md#the-transaction-runner.
 #pragma once
 
 #include <memory>
@@ -30,6 +19,7 @@
 #include <utility>
 
 #include "idem/export.hpp"
+#include "idem/telemetry.hpp"
 #include "idem/unit_of_work.hpp"
 
 namespace idem {
@@ -49,6 +39,10 @@ struct IDEM_API transaction_options {
     // connection, so the mapped objects' statements are not kept prepared
     // beyond the one they ran in.
     bool transaction_pooler = false;
+    // Told what the destructor could not throw: a runner destroyed inside run()
+    // (exit() called from the work) rolls its transaction back, and a ROLLBACK
+    // that fails there is logged as idem.transaction.rollback_failed. Null: null_sink().
+    std::shared_ptr<telemetry_sink> telemetry = nullptr;
 };
 
 class IDEM_API transaction_runner {

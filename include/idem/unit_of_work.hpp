@@ -1,6 +1,6 @@
 // idem/unit_of_work.hpp: the one type every unit of work is handed: an open
-// database transaction that the business writes and idem's records share, and
-// a session of mapped objects (idem/mapping.hpp) in it.
+// database transaction that business writes and idem's records share, and a
+// session of mapped objects (idem/mapping.hpp) in it.
 //
 //   auto moved = db.transact([&](idem::unit_of_work& uow) {
 //       account& from = uow.get<account>("alice");  // once per unit of work (identity map)
@@ -10,10 +10,7 @@
 //       return true;
 //   });
 //
-// idem::database hands it to transact(), once() and every entry point's database
-// form (HTTP, webhooks, the inbox); a transaction_runner hands the same type to
-// run(). Business SQL goes through sql(); a record written through it commits or
-// rolls back with that SQL. See docs/database.md and docs/mapping.md.
+// Who hands it out, and what it tracks: docs/database.md, docs/mapping.md.
 #pragma once
 
 #include <functional>

@@ -1,12 +1,6 @@
 // idem/webhook.hpp: provider webhooks verified, deduplicated by event id and
 // answered the way providers expect, in one call.
 //
-// Providers deliver at least once and send no Idempotency-Key: the event id is
-// the identity. The receiver verifies the signature over the exact bytes
-// received (constant time, any of several secrets) *before* claiming the id, so
-// a forged request cannot turn the real delivery into a duplicate; then it runs
-// the handler once per event (in a transaction of `runner`, here) and answers:
-//
 //   idem::webhook::receiver stripe{exec, {.provider = "stripe",
 //       .scheme = idem::webhook::timestamped_signature{},       // Stripe-Signature: t=...,v1=...
 //       .secrets = {current_secret, previous_secret},
@@ -15,10 +9,7 @@
 //       [&](idem::unit_of_work& tx, const idem::webhook::event& e) { return apply(tx, e.body); });
 //   res.status = a.status;  // 2xx: done for good; 5xx: the provider redelivers
 //
-// The handler says what became of the event: applied, a permanent failure (it
-// can never be applied: stored and answered 2xx, so redeliveries stop) or a
-// transient one (answered 5xx with the key released and, in a transaction,
-// its writes rolled back, so the redelivery runs it again).
+// Signatures, handler results and answers: docs/webhooks.md.
 #pragma once
 
 #include <chrono>

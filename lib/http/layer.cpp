@@ -28,23 +28,13 @@ void require_valid(std::vector<std::string> problems) {
     if (!problems.empty()) throw options_error(std::move(problems));
 }
 
-// A standalone layer's options as an options source, its fields named as the layer names them.
-std::shared_ptr<options_source> source_for(const layer_options& o) {
-    executor_options e;
-    e.mode = o.mode;
-    e.lease = o.lease;
-    e.retention = o.retention;
-    e.failure_retention = o.server_error_retention;
-    e.http = {.header_name = o.header_name, .require_key = o.require_key, .unscoped = o.unscoped};
-    if (!o.profile.empty()) e.profiles[o.profile] = {};
-    std::vector<std::string> problems = e.problems();
-    for (auto& p : problems) {
-        if (p.starts_with("failure_retention")) p.replace(0, 17, "server_error_retention");
-        if (p.starts_with("http.header_name")) p = "header_name must be a non-empty HTTP token";
-    }
+// A standalone layer's live options as an options source of its own.
+std::shared_ptr<options_source> source_for(executor_options live, const layer_options& o) {
+    if (!o.profile.empty()) live.profiles.try_emplace(o.profile);
+    std::vector<std::string> problems = live.problems();
     for (auto& p : fixed_problems(o)) problems.push_back(std::move(p));
     require_valid(std::move(problems));
-    return std::make_shared<options_source>(std::move(e), std::set<std::string, std::less<>>{""});
+    return std::make_shared<options_source>(std::move(live), std::set<std::string, std::less<>>{""});
 }
 
 response with_retry_after(response r, std::chrono::seconds after) {
@@ -79,10 +69,10 @@ private:
 
 }  // namespace
 
-idempotency_layer::idempotency_layer(std::shared_ptr<record_store> store, layer_options options,
+idempotency_layer::idempotency_layer(std::shared_ptr<record_store> store, executor_options live, layer_options options,
                                      std::shared_ptr<telemetry_sink> telemetry)
-    : idempotency_layer(std::make_unique<executor>(executor::store_map{{"", std::move(store)}}, source_for(options),
-                                                   std::move(telemetry)),
+    : idempotency_layer(std::make_unique<executor>(executor::store_map{{"", std::move(store)}},
+                                                   source_for(std::move(live), options), std::move(telemetry)),
                         std::move(options)) {}
 
 idempotency_layer::idempotency_layer(executor& exec, layer_options options)

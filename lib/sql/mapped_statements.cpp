@@ -130,6 +130,17 @@ private:
 
 namespace {
 
+// Runs a write, its failure translated as every statement's is; the rows it changed.
+long long run_write(const table& type, unit_of_work& uow, bound_statement& st) {
+    soci::session& sql = uow.sql();
+    try {
+        st.execute();
+        return st.affected();
+    } catch (...) {
+        rethrow_translated(type, sql);
+    }
+}
+
 // Every mapped type's statements on one connection, by type name.
 struct statement_cache {
     std::unordered_map<std::string, std::unique_ptr<mapped_statements>> types;
@@ -272,12 +283,7 @@ void mapped_statements::insert(unit_of_work& uow, const std::vector<cell>& row) 
                  "INSERT INTO " + std::string(type_.name) + " (" + select_list() + ") VALUES (" + values + ")",
                  std::move(kinds), false);
     for (std::size_t i = 0; i < type_.size; ++i) st.in[i] = row[i];
-    soci::session& sql = uow.sql();
-    try {
-        st.execute();
-    } catch (...) {
-        rethrow_translated(type_, sql);
-    }
+    (void)run_write(type_, uow, st);
 }
 
 long long mapped_statements::update(unit_of_work& uow, std::uint64_t changed, const std::vector<cell>& row,
@@ -301,13 +307,7 @@ long long mapped_statements::update(unit_of_work& uow, std::uint64_t changed, co
         if ((changed & (std::uint64_t{1} << i)) != 0) st.in[n++] = row[i];
     st.in[n++] = row[type_.key];
     if (seen != nullptr) st.in[n] = *seen;
-    soci::session& sql = uow.sql();
-    try {
-        st.execute();
-        return st.affected();
-    } catch (...) {
-        rethrow_translated(type_, sql);
-    }
+    return run_write(type_, uow, st);
 }
 
 long long mapped_statements::erase(unit_of_work& uow, const cell& key, const cell* seen) {
@@ -319,13 +319,7 @@ long long mapped_statements::erase(unit_of_work& uow, const cell& key, const cel
                  "DELETE FROM " + std::string(type_.name) + key_condition(seen != nullptr), std::move(kinds), false);
     st.in[0] = key;
     if (seen != nullptr) st.in[1] = *seen;
-    soci::session& sql = uow.sql();
-    try {
-        st.execute();
-        return st.affected();
-    } catch (...) {
-        rethrow_translated(type_, sql);
-    }
+    return run_write(type_, uow, st);
 }
 
 }  // namespace idem::detail

@@ -16,8 +16,45 @@
 namespace idem {
 namespace {
 
-// Runners begin and end a transaction on the same thread (run() is synchronous).
-thread_local std::vector<unit_of_work*> open_on_this_thread;
+// The transactions open on this thread, innermost last: runners begin and end a
+// transaction on the same thread (run() is synchronous).
+struct open_units {
+    std::vector<unit_of_work*> units;
+    ~open_units();
+};
+// Set when this thread's list is destroyed: exit() destroys it before the static
+// objects, and a static runner destroyed then still closes its transaction.
+// Trivially destructible, so it can be read until the thread ends.
+thread_local bool open_units_gone = false;
+open_units::~open_units() {
+    open_units_gone = true;
+}
+thread_local open_units open_on_this_thread;
+
+// Where a runner's transaction is: one value, so that "open", "BEGIN held back"
+// and "in doubt" cannot disagree.
+enum class stage {
+    none,           // no transaction has run yet
+    begin_held,     // open; BEGIN is held back for a store's first statement (the fast path)
+    active,         // open; BEGIN was sent
+    open_in_doubt,  // open, but a savepoint could not be rolled back: it can only be rolled back
+    committed,      // ended
+    rolled_back,    // ended
+    in_doubt,       // ended, and whether it committed is unknown
+};
+
+[[nodiscard]] transaction_state state_of(stage s) noexcept {
+    switch (s) {
+        case stage::none:
+        case stage::committed: return transaction_state::committed;
+        case stage::begin_held:
+        case stage::active: return transaction_state::active;
+        case stage::rolled_back: return transaction_state::rolled_back;
+        case stage::open_in_doubt:
+        case stage::in_doubt: return transaction_state::in_doubt;
+    }
+    return transaction_state::in_doubt;
+}
 
 // Throws a transaction_error carrying `cause` (the exception that made us roll
 // back) as its nested exception, so the caller still sees why.
@@ -39,15 +76,40 @@ public:
         : session_(session),
           dialect_(detail::dialect_of(session)),
           connection_(dialect_.connect(session, dialect_.begin_sql(options))),
+          telemetry_(options.telemetry ? options.telemetry : null_sink()),
           keeps_statements_(!options.transaction_pooler) {}
 
+    // Only reachable when the runner dies inside run() (exit() called from the
+    // work destroys a static runner): leave nothing open on the session, and tell
+    // the telemetry sink how that went, since a destructor cannot throw.
     ~impl() override {
-        if (!open_ || begin_held_) return;
-        // Only reachable if the runner dies inside run(): leave nothing open on the
-        // session. A destructor has no one to report a failure to.
+        if (!open()) return;
+        if (stage_ == stage::begin_held) {  // nothing was sent: there is nothing to roll back
+            close(stage::rolled_back);
+            return;
+        }
         try {
             connection_->rollback();
+            close(stage::rolled_back);
+            report(log_level::warning, "idem.transaction.abandoned",
+                   "the runner was destroyed inside run(); its transaction was rolled back");
+        } catch (const std::exception& failure) {
+            if (connection_->broken()) {
+                close(stage::rolled_back);
+                report(log_level::warning, "idem.transaction.abandoned",
+                       "the runner was destroyed inside run() on a connection that is gone; the server ends "
+                       "the transaction: ",
+                       failure.what());
+            } else {
+                close(stage::in_doubt);
+                report(log_level::error, "idem.transaction.rollback_failed",
+                       "the runner was destroyed inside run() and its ROLLBACK failed; the transaction is in doubt: ",
+                       failure.what());
+            }
         } catch (...) {
+            close(stage::in_doubt);
+            report(log_level::error, "idem.transaction.rollback_failed",
+                   "the runner was destroyed inside run() and its ROLLBACK failed; the transaction is in doubt");
         }
     }
 
@@ -55,7 +117,7 @@ public:
         flush();
         return session_;
     }
-    [[nodiscard]] transaction_state state() const noexcept override { return state_; }
+    [[nodiscard]] transaction_state state() const noexcept override { return state_of(stage_); }
     detail::sql_transaction& internals() noexcept override { return *this; }
 
     // detail::sql_transaction
@@ -69,26 +131,26 @@ public:
     detail::unit_state* features_if_any() noexcept override { return unit_.get(); }
     [[nodiscard]] bool keeps_statements() const noexcept override { return keeps_statements_; }
 
-    [[nodiscard]] bool open() const noexcept { return open_; }
-    [[nodiscard]] bool ran() const noexcept { return ran_; }
+    [[nodiscard]] bool open() const noexcept {
+        return stage_ == stage::begin_held || stage_ == stage::active || stage_ == stage::open_in_doubt;
+    }
+    [[nodiscard]] bool ran() const noexcept { return stage_ != stage::none; }
 
     // `fast` (PostgreSQL): hold BEGIN back until a store sends it with its first
     // statement, or until anything else needs the transaction.
     void begin(bool fast) {
-        open_on_this_thread.reserve(open_on_this_thread.size() + 1);  // close() must not allocate
+        open_on_this_thread.units.reserve(open_on_this_thread.units.size() + 1);  // close() must not allocate
         fast_ = fast && connection_->can_finish();
         if (!fast_) connection_->begin();
-        begin_held_ = fast_;
-        open_on_this_thread.push_back(this);
-        open_ = ran_ = true;
-        state_ = transaction_state::active;
+        open_on_this_thread.units.push_back(this);
+        stage_ = fast_ ? stage::begin_held : stage::active;
         depth_ = 0;
         unit_.reset();
         ++serial_;
     }
 
     void commit() {
-        if (state_ == transaction_state::in_doubt) {
+        if (stage_ == stage::open_in_doubt) {
             const transaction_error refused(
                 "idem: a savepoint could not be rolled back, so the transaction is in doubt");
             rollback(nullptr);
@@ -104,8 +166,8 @@ public:
                 throw;
             }
         }
-        if (begin_held_) {  // nothing was sent: there is nothing to commit
-            close(transaction_state::committed);
+        if (stage_ == stage::begin_held) {  // nothing was sent: there is nothing to commit
+            close(stage::committed);
             finish_unit(detail::unit_end::committed, false);
             return;
         }
@@ -128,7 +190,7 @@ public:
             rollback(std::current_exception(), true);
             throw;
         }
-        close(transaction_state::committed);
+        close(stage::committed);
         finish_unit(detail::unit_end::committed, false);
     }
 
@@ -136,8 +198,8 @@ public:
     // if any, and `after_commit` says whether a COMMIT was sent before.
     void rollback(std::exception_ptr cause, bool after_commit = false) {
         deferred_.reset();
-        if (begin_held_) {
-            close(transaction_state::rolled_back);
+        if (stage_ == stage::begin_held) {
+            close(stage::rolled_back);
             finish_unit(detail::unit_end::rolled_back, cause != nullptr);
             return;
         }
@@ -148,28 +210,30 @@ public:
                 // The server ends the transaction of a connection that is gone: it cannot
                 // commit any more, unless the COMMIT sent before reached it.
                 // The caller rethrows why it rolled back (a connection_lost store_error after a COMMIT).
-                close(after_commit ? transaction_state::in_doubt : transaction_state::rolled_back);
+                close(after_commit ? stage::in_doubt : stage::rolled_back);
                 finish_unit(detail::unit_end::rolled_back, true);
                 return;
             }
-            close(transaction_state::in_doubt);
+            close(stage::in_doubt);
             throw_in_doubt("ROLLBACK", failure, cause);
         }
-        close(transaction_state::rolled_back);
+        close(stage::rolled_back);
         finish_unit(detail::unit_end::rolled_back, cause != nullptr);
     }
 
     // detail::fast_path
     [[nodiscard]] const char* held_begin() const noexcept override {
-        return begin_held_ ? connection_->begin_sql().c_str() : nullptr;
+        return stage_ == stage::begin_held ? connection_->begin_sql().c_str() : nullptr;
     }
-    void begin_sent() noexcept override { begin_held_ = false; }
+    void begin_sent() noexcept override {
+        if (stage_ == stage::begin_held) stage_ = stage::active;
+    }
     soci::session& store_session() override {
         run_deferred();
         return session_;
     }
     [[nodiscard]] bool may_defer() const noexcept override {
-        return fast_ && open_ && depth_ == 0 && !deferred_ && !begin_held_ && state_ == transaction_state::active;
+        return fast_ && stage_ == stage::active && depth_ == 0 && !deferred_;
     }
     void defer(std::unique_ptr<detail::deferred_statement> statement) override {
         if (!may_defer()) throw std::logic_error("idem: this transaction cannot defer a statement");
@@ -209,7 +273,7 @@ protected:
         } catch (const std::exception& failure) {
             // The database may have ended the whole transaction (SQLite does on
             // some I/O errors): what the outer work did is no longer certain.
-            state_ = transaction_state::in_doubt;
+            stage_ = stage::open_in_doubt;
             // A connection that is gone takes the whole transaction with it; the
             // outermost level reports that as the failure it is.
             if (cause && connection_->broken()) std::rethrow_exception(cause);
@@ -219,15 +283,15 @@ protected:
 
 private:
     void require_usable() const {
-        if (!open_) throw std::logic_error("idem: the transaction has ended");
-        if (state_ == transaction_state::in_doubt)
+        if (!open()) throw std::logic_error("idem: the transaction has ended");
+        if (stage_ == stage::open_in_doubt)
             throw transaction_error("idem: the transaction is in doubt; it can only be rolled back");
     }
 
     // Sends what the fast path held back, in order, before anything else uses the transaction.
     void flush() {
-        if (begin_held_) {
-            begin_held_ = false;  // a BEGIN that fails midway is still ended by ROLLBACK
+        if (stage_ == stage::begin_held) {
+            stage_ = stage::active;  // a BEGIN that fails midway is still ended by ROLLBACK
             connection_->begin();
         }
         run_deferred();
@@ -239,15 +303,26 @@ private:
         connection_->finish(*last, false);
     }
 
-    void close(transaction_state final_state) noexcept {
-        std::erase(open_on_this_thread, this);
-        open_ = false;
-        state_ = final_state;
+    // `ended`: committed, rolled_back or in_doubt.
+    void close(stage ended) noexcept {
+        if (!open_units_gone) std::erase(open_on_this_thread.units, this);
+        stage_ = ended;
         depth_ = 0;
-        fast_ = begin_held_ = false;
+        fast_ = false;
         deferred_.reset();
         // An end in doubt runs no hook: neither after_commit nor after_rollback is known to be true.
-        if (final_state == transaction_state::in_doubt) finish_unit(detail::unit_end::in_doubt, true);
+        if (ended == stage::in_doubt) finish_unit(detail::unit_end::in_doubt, true);
+    }
+
+    // What the destructor cannot throw, logged instead; never throws itself.
+    void report(log_level level, std::string_view event, std::string_view message,
+                std::string_view failure = {}) const noexcept {
+        try {
+            const std::string text = std::string(message) + std::string(failure);
+            telemetry_->on_log({.level = level, .name = event, .key_hash = {}, .message = text});
+        } catch (...) {
+            // Out of memory for the message: nothing left to tell it with.
+        }
     }
 
     // The transaction is known to have ended: its hooks run with the unit's state
@@ -263,12 +338,10 @@ private:
     std::unordered_map<std::uint64_t, std::shared_ptr<void>> cache_;
     std::unique_ptr<detail::deferred_statement> deferred_;
     std::unique_ptr<detail::unit_state> unit_;  // created on first use, dropped when the transaction ends
+    std::shared_ptr<telemetry_sink> telemetry_;
     bool keeps_statements_;
-    transaction_state state_ = transaction_state::committed;
-    bool open_ = false;
-    bool ran_ = false;
-    bool fast_ = false;
-    bool begin_held_ = false;
+    stage stage_ = stage::none;
+    bool fast_ = false;  // this transaction may hold BEGIN back and send a statement with COMMIT
     int depth_ = 0;
     std::uint64_t serial_ = 0;
 
@@ -276,7 +349,8 @@ private:
 };
 
 std::span<unit_of_work* const> detail::open_transactions() noexcept {
-    return open_on_this_thread;
+    if (open_units_gone) return {};
+    return open_on_this_thread.units;
 }
 
 std::uint64_t detail::new_connection_cache_owner() noexcept {

@@ -7,15 +7,14 @@
 
 #include <soci/soci.h>
 
-#include <atomic>
 #include <memory>
 #include <stop_token>
 #include <string>
 
 #include "bank.hpp"
+#include "bank_executor.hpp"
 #include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
-#include "recording_sink.hpp"
 #include "sql_context.hpp"
 
 namespace idem::contract {
@@ -25,60 +24,20 @@ namespace bank = idem::test::bank;
 
 // An executor on the context's store, telemetry recorded, and a business
 // session with the bank at its opening balances and no records.
-struct placement_fixture {
-    sql_store_context& ctx = current_sql();
-    std::shared_ptr<transactional_record_store> store = ctx.make_store();
-    std::shared_ptr<test::recording_sink> sink = std::make_shared<test::recording_sink>();
-    executor exec{store, {}, sink};
-    string_codec codec;
-    soci::session session;
-    bool opened = open();
-    std::unique_ptr<transaction_runner> runner = std::make_unique<transaction_runner>(session);
-    std::atomic<int> runs{0};
+struct placement_fixture : test::bank_executor {
+    sql_store_context& ctx;
 
-    bool open() {
-        ctx.connect(session);
-        bank::create_portable_schema(session);
-        ctx.clear_records(session);
-        return true;
-    }
+    placement_fixture() : placement_fixture(current_sql()) {}
 
-    // The business operation: moves money through the transaction's session.
-    auto operation(unit_of_work& tx, const std::string& key) {
-        return [&tx, key, this] {
-            ++runs;
-            bank::move_money(tx.sql(), key, 10);
-            return std::string("moved 10");
-        };
-    }
-
-    // runner.run around executor.execute(tx, ...).
-    execution<std::string> transfer(const std::string& key, execution_options options = {}) {
-        return runner->run([&](unit_of_work& tx) {
-            return idem::detail::executor_access::execute_in(exec, tx, bank::transfer_key(key), bank::fingerprint,
-                                                             options, operation(tx, key), codec);
-        });
-    }
-
-    // Lease mode around a business transaction that moves the money, then throws
-    // bank::business_failure: the record is the store's, the failure the business's.
-    void transfer_failing_in_lease_mode(const std::string& key) {
-        (void)exec.execute(
-            bank::transfer_key(key), bank::fingerprint, {},
-            [&]() -> std::string {
-                runner->run([&](unit_of_work& tx) {
-                    bank::move_money(tx.sql(), key, 10);
-                    throw bank::business_failure();
-                });
-                return "unreachable";
-            },
-            codec);
-    }
-
-    // What the store holds for the key, seen from its own connection.
-    reservation_status record(const std::string& key) { return bank::detached_status(*store, key); }
-
-    long long ledger() { return bank::count(session, "SELECT count(*) FROM ledger"); }
+private:
+    explicit placement_fixture(sql_store_context& context)
+        : bank_executor(context.make_store(),
+                        [&context](soci::session& s) {
+                            context.connect(s);
+                            bank::create_portable_schema(s);
+                            context.clear_records(s);
+                        }),
+          ctx(context) {}
 };
 
 }  // namespace

@@ -3,10 +3,13 @@
 // IDEM_TEST_POSTGRESQL), each with accounts alice (1,000,000) and bob (0).
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <soci/soci.h>
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "idem/database.hpp"
@@ -86,6 +89,27 @@ inline idem::database open_bank(const place& where, idem::database_options optio
         uow.sql() << "INSERT INTO accounts (id, balance) VALUES ('alice', 1000000), ('bob', 0)";
     });
     return db;
+}
+
+using bank_opener = idem::database (*)(const place&, idem::database_options);
+
+// Runs scenario(db) on a bank opened afresh (by `open`, with `options`) at every
+// place, the place named when a check fails.
+template <class Scenario>
+void on_every_bank(bank_opener open, const idem::database_options& options, Scenario&& scenario) {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open(*where, options);
+        scenario(db);
+    }
+}
+template <class Scenario>
+void on_every_bank(const idem::database_options& options, Scenario&& scenario) {
+    on_every_bank(open_bank, options, std::forward<Scenario>(scenario));
+}
+template <class Scenario>
+void on_every_bank(Scenario&& scenario) {
+    on_every_bank(open_bank, {}, std::forward<Scenario>(scenario));
 }
 
 inline long long balance(idem::database& db, const std::string& id) {

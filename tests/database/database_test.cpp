@@ -34,9 +34,7 @@ using namespace idem::test;
 }  // namespace
 
 TEST_CASE("16 threads x 50 rounds of once on one key per round: one executed per round, balances exact") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where, {.pool_size = 8});
+    on_every_bank({.pool_size = 8}, [&](idem::database& db) {
         constexpr int threads = 16, rounds = 50;
         std::atomic<int> executed{0}, replayed{0}, other{0};
         std::barrier start(threads);
@@ -63,13 +61,11 @@ TEST_CASE("16 threads x 50 rounds of once on one key per round: one executed per
         CHECK(other == 0);
         CHECK(balance(db, "alice") == 1000000 - 10 * rounds);
         CHECK(balance(db, "bob") == 10 * rounds);
-    }
+    });
 }
 
 TEST_CASE("once: a key in flight elsewhere answers in_flight; an expired one is taken over") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         int runs = 0;
         auto work = [&](idem::unit_of_work& uow) {
             ++runs;
@@ -95,13 +91,11 @@ TEST_CASE("once: a key in flight elsewhere answers in_flight; an expired one is 
         CHECK(db.once(key_of("lapsed"), "fp", work).value() == "moved 3");
         CHECK(runs == 1);
         CHECK(balance(db, "bob") == 3);
-    }
+    });
 }
 
 TEST_CASE("once: a business constraint violation is its own typed error, rolled back, not a lost race") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         int runs = 0;
         try {
             (void)db.once(key_of("dup-account"), "fp", [&](idem::unit_of_work& uow) {
@@ -118,7 +112,7 @@ TEST_CASE("once: a business constraint violation is its own typed error, rolled 
         CHECK(runs == 1);
         CHECK(balance(db, "bob") == 0);
         CHECK_FALSE(db.admin().inspect(key_of("dup-account").digest(), false).has_value());
-    }
+    });
 }
 
 #ifdef IDEM_TEST_POSTGRESQL
@@ -243,10 +237,7 @@ TEST_CASE("PostgreSQL: reserve_first makes a duplicate wait instead of running t
 #endif
 
 TEST_CASE("once: key reused, a throw leaves nothing and the retry executes, void and integer results") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
-
+    on_every_bank([&](idem::database& db) {
         CHECK_THROWS_AS(db.once(key_of("k1"), "fp-a",
                                 [&](idem::unit_of_work& uow) -> std::string {
                                     move(uow, 5);
@@ -291,13 +282,11 @@ TEST_CASE("once: key reused, a throw leaves nothing and the retry executes, void
         CHECK(again.status() == execution_status::replayed);
         CHECK(again.value() == 42);
         CHECK(balance(db, "bob") == 6);
-    }
+    });
 }
 
 TEST_CASE("transact: commits, rolls back on a throw, and a nested call joins behind a savepoint") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         CHECK_THROWS_AS(db.transact([](idem::unit_of_work& uow) {
             move(uow, 100);
             throw std::runtime_error("no");
@@ -317,13 +306,11 @@ TEST_CASE("transact: commits, rolls back on a throw, and a nested call joins beh
         });
         CHECK(seen == 103);
         CHECK(balance(db, "bob") == 103);
-    }
+    });
 }
 
 TEST_CASE("a constraint violation is a typed store_error, known rolled back, and not run again") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         int runs = 0;
         try {
             db.transact([&](idem::unit_of_work& uow) {
@@ -341,13 +328,11 @@ TEST_CASE("a constraint violation is a typed store_error, known rolled back, and
         }
         CHECK(runs == 1);
         CHECK(balance(db, "bob") == 0);
-    }
+    });
 }
 
 TEST_CASE("pool exhaustion waits, then gives a typed timeout") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where, {.pool_size = 1, .acquire_timeout = 200ms});
+    on_every_bank({.pool_size = 1, .acquire_timeout = 200ms}, [&](idem::database& db) {
         std::promise<void> holding, release;
         auto holder = std::async(std::launch::async, [&] {
             db.read([&](soci::session&) {
@@ -367,7 +352,7 @@ TEST_CASE("pool exhaustion waits, then gives a typed timeout") {
         release.set_value();
         holder.get();
         CHECK(balance(db, "alice") == 1000000);  // a freed session is lent again
-    }
+    });
 }
 
 TEST_CASE("SQLite: a unit of work that finds the database locked is run again and succeeds") {

@@ -80,9 +80,7 @@ http::layer_options client_scoped(http::layer_options o = {}) {
 }  // namespace
 
 TEST_CASE("HTTP in a unit of work: one record per request, committed with the writes; a retry replays it") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         http::idempotency_layer layer(db.executor(), client_scoped());
         transfer_endpoint endpoint;
         const keyed_request req{.key_header = "\"k-1\""};
@@ -104,13 +102,11 @@ TEST_CASE("HTTP in a unit of work: one record per request, committed with the wr
         other.body = R"({"amount":11})";
         CHECK(layer.handle(db, other.view(), std::ref(endpoint)).status == 422);
         CHECK(endpoint.runs == 1);
-    }
+    });
 }
 
 TEST_CASE("HTTP in a unit of work: a handler on mapped objects moves the money once per key, no update lost") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where, {.pool_size = 8, .attempts = 20});
+    on_every_bank({.pool_size = 8, .attempts = 20}, [&](idem::database& db) {
         http::idempotency_layer layer(db.executor(), client_scoped());
         std::atomic<int> next_id{0};
         auto endpoint = [&](idem::unit_of_work& uow) {
@@ -146,13 +142,11 @@ TEST_CASE("HTTP in a unit of work: a handler on mapped objects moves the money o
         CHECK(transfers(db) == threads * each);
         CHECK(balance(db, "bob") == 10 * threads * each);
         CHECK(balance(db, "alice") == 1000000 - 10 * threads * each);
-    }
+    });
 }
 
 TEST_CASE("HTTP in a unit of work: a refusal rolls the writes back and is recorded; 409 and 5xx are not") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         http::idempotency_layer layer(db.executor(), client_scoped());
         transfer_endpoint endpoint;
         endpoint.status = 422;  // wrote, then refused
@@ -178,13 +172,11 @@ TEST_CASE("HTTP in a unit of work: a refusal rolls the writes back and is record
         }
         CHECK(balance(db, "bob") == 0);
         CHECK(records(db) == before + 1);
-    }
+    });
 }
 
 TEST_CASE("HTTP in a unit of work: an endpoint that throws rolls back, leaves the key free and propagates") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         http::idempotency_layer layer(db.executor(), client_scoped());
         const keyed_request req{.key_header = "throws"};
         bool fail = true;
@@ -199,7 +191,7 @@ TEST_CASE("HTTP in a unit of work: an endpoint that throws rolls back, leaves th
         fail = false;
         CHECK(layer.handle(db, req.view(), flaky).status == 201);  // runs at once: no lease to wait out
         CHECK(balance(db, "bob") == 10);
-    }
+    });
 }
 
 TEST_CASE("HTTP in a unit of work: concurrent duplicates wait for the first and get its replay, never 409") {
@@ -241,9 +233,7 @@ TEST_CASE("HTTP in a unit of work: concurrent duplicates wait for the first and 
 }
 
 TEST_CASE("HTTP in a unit of work: a response it cannot record rolls back and answers 500") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         http::layer_options o = client_scoped();
         o.max_stored_body = 4;
         http::idempotency_layer layer(db.executor(), o);
@@ -254,7 +244,7 @@ TEST_CASE("HTTP in a unit of work: a response it cannot record rolls back and an
         CHECK(r.body.find("Idempotency.ResponseNotStored") != std::string::npos);
         CHECK(balance(db, "bob") == 0);
         CHECK(transfers(db) == 0);
-    }
+    });
 }
 
 TEST_CASE("HTTP in a unit of work: Observe and Off let every request reach the endpoint, as with no layer") {
@@ -295,9 +285,7 @@ TEST_CASE("HTTP in a unit of work: Observe and Off let every request reach the e
 }
 
 TEST_CASE("webhook receiver in a unit of work: applied once, a transient failure rolls back, a permanent one stays") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         idem::webhook::receiver provider(
             db.executor(), {.provider = "provider",
                             .scheme = idem::webhook::timestamped_signature{},
@@ -353,13 +341,11 @@ TEST_CASE("webhook receiver in a unit of work: applied once, a transient failure
                                              .headers = {{"Stripe-Signature", "t=1,v1=00"}}};
         CHECK(provider.handle(db, forged, handler).status == 401);
         CHECK(runs == 5);
-    }
+    });
 }
 
 TEST_CASE("inbox in a unit of work: each message once, a throw rolls the handler and the record back") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         idem::inbox box(db.executor());
         std::atomic<int> runs{0};
         bool fail = true;
@@ -383,13 +369,11 @@ TEST_CASE("inbox in a unit of work: each message once, a throw rolls the handler
             CHECK(box.process(uow, "batch", "m-2", owner, [&] { move(uow, 1); }) == execution_status::replayed);
         });
         CHECK(balance(db, "bob") == 21);
-    }
+    });
 }
 
 TEST_CASE("once: a result classified release rolls the unit of work back and frees the key") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         const auto codec = idem::make_codec<int>(
             [](int v) { return std::to_string(v); }, [](std::string_view s) { return std::stoi(std::string(s)); },
             [](int v) { return v < 0 ? idem::classification::release : idem::classification::store; });
@@ -404,7 +388,7 @@ TEST_CASE("once: a result classified release rolls the unit of work back and fre
         CHECK(db.once(key_of("released"), "fp", work, codec).status() == execution_status::executed);
         CHECK(db.once(key_of("released"), "fp", work, codec).status() == execution_status::replayed);
         CHECK(balance(db, "bob") == 10);
-    }
+    });
 }
 
 TEST_CASE("a borrowed session runs the same units of work on the application's own soci::session") {
@@ -466,18 +450,12 @@ void wait_for_commit(soci::session& admin) {
     FAIL("no COMMIT reached the trigger");
 }
 
-std::string through(const std::string& conninfo, int port) {
-    const auto at = conninfo.find("port=");
-    const auto end = conninfo.find(' ', at);
-    return conninfo.substr(0, at) + "port=" + std::to_string(port) + conninfo.substr(end);
-}
-
 }  // namespace
 
 TEST_CASE("HTTP in a unit of work (PostgreSQL): an in-doubt COMMIT answers 503; the retry replays or runs") {
     idem::test::postgres_server server;
     idem::test::tcp_proxy proxy(server.port());
-    idem::database db = open_bank(idem::test::connection_place(through(server.conninfo(), proxy.port())));
+    idem::database db = open_bank(idem::test::connection_place(idem::test::with_port(server.conninfo(), proxy.port())));
     slow_commits(db);
     soci::session admin;
     idem::open_postgresql_session(admin, server.conninfo());

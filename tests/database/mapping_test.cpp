@@ -114,9 +114,7 @@ long long transfers(idem::database& db) {
 }  // namespace
 
 TEST_CASE("mapping: one object per key in a unit of work, loaded once; an unchanged one is not written") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         db.transact([](idem::unit_of_work& uow) {
             bank::account& alice = uow.get<bank::account>("alice");
             CHECK(alice.balance == 1000000);
@@ -130,13 +128,11 @@ TEST_CASE("mapping: one object per key in a unit of work, loaded once; an unchan
             CHECK_THROWS_AS((void)uow.get<bank::account>("carol"), idem::not_found);
         });
         CHECK(balance(db, "alice") == 5);  // nothing changed in memory, so nothing was written over it
-    }
+    });
 }
 
 TEST_CASE("mapping: a change is written before COMMIT, only the columns that changed") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         db.transact([](idem::unit_of_work& uow) {
             uow.sql()
                 << "INSERT INTO transfers (id, from_account, to_account, amount) VALUES ('t1', 'alice', 'bob', 5)";
@@ -151,13 +147,11 @@ TEST_CASE("mapping: a change is written before COMMIT, only the columns that cha
         CHECK(after.amount == 7);
         CHECK(after.to == "carol");
         CHECK(after.from == "alice");
-    }
+    });
 }
 
 TEST_CASE("mapping: add inserts at flush and remove deletes; flush on demand; a key tracked twice is refused") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         const auto rows_here = [](idem::unit_of_work& uow) {
             long long n = -1;
             uow.sql() << "SELECT COUNT(*) FROM transfers", soci::into(n);
@@ -185,13 +179,11 @@ TEST_CASE("mapping: add inserts at flush and remove deletes; flush on demand; a 
         });
         CHECK(transfers(db) == 1);
         CHECK(count_rows(db, "SELECT COUNT(*) FROM transfers WHERE id = 't2'") == 1);
-    }
+    });
 }
 
 TEST_CASE("mapping: select flushes, then answers with the tracked objects") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         db.transact([](idem::unit_of_work& uow) {
             bank::account& alice = uow.get<bank::account>("alice");
             alice.balance = 7;  // flushed before the query runs, so it selects alice
@@ -204,13 +196,11 @@ TEST_CASE("mapping: select flushes, then answers with the tracked objects") {
             CHECK(uow.select<bank::account>("").size() == 2);
         });
         CHECK(balance(db, "alice") == 7);
-    }
+    });
 }
 
 TEST_CASE("mapping: create_table takes every member kind; NULL, bool and double read back as written") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         db.create_table<bank::profile>();
         db.create_table<bank::profile>();  // IF NOT EXISTS
         const bank::profile full{1, "ada", "first", 3, 2, true, 0.1 + 0.2, 7};
@@ -235,13 +225,11 @@ TEST_CASE("mapping: create_table takes every member kind; NULL, bool and double 
             CHECK_FALSE(b.active);
             CHECK(b.score == -1.5);
         });
-    }
+    });
 }
 
 TEST_CASE("mapping: SOCI's use and into work for a mapped type, by column name") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         const bank::transfer t{"t-soci", "alice", "bob", 42};
         db.transact([&](idem::unit_of_work& uow) {
             uow.sql() << "INSERT INTO transfers (id, from_account, to_account, amount) "
@@ -254,7 +242,7 @@ TEST_CASE("mapping: SOCI's use and into work for a mapped type, by column name")
         CHECK(back.from == "alice");
         CHECK(back.to == "bob");
         CHECK(back.amount == 42);
-    }
+    });
 }
 
 TEST_CASE("mapping: the work's rows are flushed before db.once writes its record") {
@@ -296,9 +284,7 @@ TEST_CASE("mapping: the work's rows are flushed before db.once writes its record
 }
 
 TEST_CASE("mapping: db.once returns a mapped row; the record keeps its key and a replay reads the row back") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         int runs = 0;
         auto work = [&](idem::unit_of_work& uow) {
             ++runs;
@@ -334,13 +320,11 @@ TEST_CASE("mapping: db.once returns a mapped row; the record keeps its key and a
         db.transact([](idem::unit_of_work& uow) { uow.sql() << "DELETE FROM transfers"; });
         CHECK_THROWS_AS(db.once(key_of("t-1"), "fp", work), idem::store_error);
         CHECK(runs == 1);
-    }
+    });
 }
 
 TEST_CASE("mapping: a rolled-back savepoint puts tracked objects back and forgets what it added") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_bank(*where);
+    on_every_bank([&](idem::database& db) {
         db.transact([](idem::unit_of_work& uow) {
             bank::account& alice = uow.get<bank::account>("alice");
             alice.balance -= 100;  // flushed as the savepoint opens: outside it
@@ -360,7 +344,7 @@ TEST_CASE("mapping: a rolled-back savepoint puts tracked objects back and forget
         CHECK(balance(db, "alice") == 1000000 - 101);
         CHECK(balance(db, "bob") == 0);
         CHECK(transfers(db) == 0);
-    }
+    });
 }
 
 TEST_CASE("mapping: session hooks run before COMMIT, after a known commit, after a known rollback") {
@@ -422,9 +406,7 @@ TEST_CASE("mapping: session hooks run before COMMIT, after a known commit, after
 }
 
 TEST_CASE("mapping: a version that moved on is a stale write; the unit of work runs again") {
-    for (const auto& where : places()) {
-        CAPTURE(where->url());
-        idem::database db = open_mapped_bank(*where);
+    on_every_bank(open_mapped_bank, {}, [&](idem::database& db) {
         int runs = 0;
         try {
             db.transact([&](idem::unit_of_work& uow) {
@@ -457,7 +439,7 @@ TEST_CASE("mapping: a version that moved on is a stale write; the unit of work r
         const auto after = db.transact([](idem::unit_of_work& uow) { return uow.get<bank::versioned_account>("v1"); });
         CHECK(after.balance == 110);
         CHECK(after.version == 2);
-    }
+    });
 }
 
 #ifdef IDEM_TEST_POSTGRESQL

@@ -34,12 +34,12 @@ const std::array<std::unique_ptr<idem::http::idempotency_layer>, resolvers * 4>&
         std::array<std::unique_ptr<idem::http::idempotency_layer>, resolvers * 4> out;
         const auto store = std::make_shared<idem::memory_store>();
         for (std::size_t i = 0; i < out.size(); ++i) {
-            idem::http::layer_options o;
-            o.resolver = resolver(i % resolvers);
-            o.require_key = (i / resolvers) % 2 == 1;
-            o.unscoped =
+            idem::executor_options live;
+            live.http.require_key = (i / resolvers) % 2 == 1;
+            live.http.unscoped =
                 i / resolvers / 2 == 1 ? idem::http::unscoped_behavior::bypass : idem::http::unscoped_behavior::reject;
-            out[i] = std::make_unique<idem::http::idempotency_layer>(store, o);
+            out[i] = std::make_unique<idem::http::idempotency_layer>(
+                store, live, idem::http::layer_options{.resolver = resolver(i % resolvers)});
         }
         return out;
     }();

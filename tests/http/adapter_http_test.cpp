@@ -71,7 +71,7 @@ struct guarded_service {
     std::atomic<int> runs{0};
 
     explicit guarded_service(mode m = mode::enforce)
-        : layer(std::make_shared<memory_store>(), {.resolver = scopes::user(), .mode = m}, logs) {
+        : layer(std::make_shared<memory_store>(), {.mode = m}, {.resolver = scopes::user()}, logs) {
         const http::httplib_options as_alice{.claims_of = [](const httplib::Request&) { return claims{{"sub", "a"}}; }};
         http.server.Post("/sql",
                          http::idempotent(

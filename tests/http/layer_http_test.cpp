@@ -29,8 +29,8 @@ struct service {
     std::promise<void> release_promise;
     std::shared_future<void> release;  // lets the held endpoint finish
 
-    explicit service(http::layer_options options)
-        : layer(store, std::move(options)), release(release_promise.get_future().share()) {
+    explicit service(http::layer_options options, executor_options live = {})
+        : layer(store, std::move(live), std::move(options)), release(release_promise.get_future().share()) {
         const auto with_claims = http::httplib_options{.claims_of = [](const httplib::Request& req) {
             claims c;
             if (req.has_header("X-User")) c.emplace("sub", req.get_header_value("X-User"));
@@ -154,9 +154,7 @@ TEST_CASE("http: a retry while the first request is inside its handler is 409 wi
 }
 
 TEST_CASE("http: missing, invalid and repeated keys are 400 with their codes") {
-    http::layer_options options = user_scoped();
-    options.require_key = true;
-    service s(options);
+    service s(user_scoped(), {.http = {.require_key = true}});
     auto missing = s.post("/transfers", "x", {{"X-User", "alice"}});
     CHECK(missing->status == 400);
     CHECK(missing->body.find("Idempotency.KeyMissing") != std::string::npos);
@@ -211,9 +209,7 @@ TEST_CASE("http: a key without an identifiable caller is 400 ScopeRequired, or b
         CHECK(s.runs == 0);
     }
     {
-        http::layer_options options = user_scoped();
-        options.unscoped = http::unscoped_behavior::bypass;
-        service s(options);
+        service s(user_scoped(), {.http = {.unscoped = http::unscoped_behavior::bypass}});
         CHECK(s.post("/transfers", "x", {{"Idempotency-Key", "k"}})->status == 201);
         CHECK(s.post("/transfers", "x", {{"Idempotency-Key", "k"}})->status == 201);
         CHECK(s.runs == 2);
@@ -231,10 +227,8 @@ TEST_CASE("http: a body over the cap is sent but not stored, and the key is rele
     CHECK(s.runs == 2);
 }
 
-TEST_CASE("http: a 5xx after the handler ran is stored for the shorter server-error retention") {
-    http::layer_options options = user_scoped();
-    options.server_error_retention = 2min;
-    service s(options);
+TEST_CASE("http: a 5xx after the handler ran is stored for the shorter failure retention") {
+    service s(user_scoped(), {.failure_retention = 2min});
     auto failed = s.post("/status", "", {{"Idempotency-Key", "e"}, {"X-User", "a"}, {"X-Status", "500"}});
     CHECK(failed->status == 500);
     auto replay = s.post("/status", "", {{"Idempotency-Key", "e"}, {"X-User", "a"}, {"X-Status", "500"}});
@@ -288,9 +282,7 @@ TEST_CASE("http: a store that is down answers 503 StoreUnavailable and never run
 
 TEST_CASE("http: observe runs every request and records what enforce would do; off ignores keys") {
     {
-        http::layer_options options = user_scoped();
-        options.mode = mode::observe;
-        service s(options);
+        service s(user_scoped(), {.mode = mode::observe});
         CHECK(s.post("/transfers", "x", key("k"))->status == 201);
         auto second = s.post("/transfers", "x", key("k"));
         CHECK(second->status == 201);
@@ -298,9 +290,7 @@ TEST_CASE("http: observe runs every request and records what enforce would do; o
         CHECK(s.runs == 2);
     }
     {
-        http::layer_options options = user_scoped();
-        options.mode = mode::off;
-        service s(options);
+        service s(user_scoped(), {.mode = mode::off});
         (void)s.post("/transfers", "x", key("k"));
         (void)s.post("/transfers", "y", key("k"));
         CHECK(s.runs == 2);
@@ -321,14 +311,13 @@ TEST_CASE("http: GET is not covered by default") {
 
 TEST_CASE("http: invalid layer options name every invalid field") {
     try {
-        http::idempotency_layer layer(
-            std::make_shared<memory_store>(),
-            {.methods = {}, .lease = 20min, .server_error_retention = 0s, .max_stored_body = 0});
+        http::idempotency_layer layer(std::make_shared<memory_store>(), {.lease = 20min, .failure_retention = 0s},
+                                      {.methods = {}, .max_stored_body = 0});
         FAIL("expected options_error");
     } catch (const options_error& e) {
         const std::string what = e.what();
         CHECK(what.find("lease (20m) exceeds max_lease") != std::string::npos);
-        CHECK(what.find("server_error_retention must be positive") != std::string::npos);
+        CHECK(what.find("failure_retention must be positive") != std::string::npos);
         CHECK(what.find("methods is empty") != std::string::npos);
         CHECK(what.find("max_stored_body must be positive") != std::string::npos);
     }

@@ -244,5 +244,6 @@ TEST_CASE("live options: an invalid header name is named by the options check") 
     executor_options o;
     o.http.header_name = "Bad Header";
     CHECK(o.problems() == std::vector<std::string>{"http.header_name must be a non-empty HTTP token"});
-    CHECK_THROWS_AS(http::idempotency_layer(std::make_shared<memory_store>(), {.header_name = ""}), options_error);
+    CHECK_THROWS_AS(http::idempotency_layer(std::make_shared<memory_store>(), {.http = {.header_name = ""}}),
+                    options_error);
 }

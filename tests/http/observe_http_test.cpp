@@ -43,7 +43,8 @@ struct service {
     std::shared_future<void> release = release_promise.get_future().share();
 
     explicit service(mode m)
-        : layer(std::make_shared<memory_store>(), {.require_key = true, .resolver = scopes::user(), .mode = m},
+        : layer(std::make_shared<memory_store>(), {.mode = m, .http = {.require_key = true}},
+                {.resolver = scopes::user()},
                 std::make_shared<fanout_sink>(std::vector<std::shared_ptr<telemetry_sink>>{metrics, logs})) {
         const http::httplib_options options{.claims_of =
                                                 [](const httplib::Request& req) {
@@ -200,7 +201,7 @@ TEST_CASE("observe: a record store that is down changes no answer either (Enforc
     auto metrics = std::make_shared<metrics_sink>();
     std::map<mode, seen> answers;
     for (mode m : {mode::off, mode::observe, mode::enforce}) {
-        http::idempotency_layer layer(store, {.mode = m}, metrics);
+        http::idempotency_layer layer(store, {.mode = m}, {}, metrics);
         test::loopback_server http;
         http.server.Post("/t", http::idempotent(layer, [](const httplib::Request&, httplib::Response& res) {
                              res.status = 201;

@@ -11,6 +11,7 @@
 #include "migration_race.hpp"
 #include "postgres_server.hpp"
 #include "postgresql_bank.hpp"
+#include "tcp_proxy.hpp"
 #include "transfer_race.hpp"
 #include "worker_processes.hpp"
 
@@ -93,6 +94,19 @@ TEST_CASE("a client killed with SIGKILL before its commit leaves nothing; the du
     CHECK(bank::transfer(f.store, runner, "crash-2", 10) == bank::outcome::executed);
     CHECK(bank::transfer(f.store, runner, "crash-2", 10) == bank::outcome::replayed);
     CHECK(bank::count(f.session, "SELECT count(*) FROM ledger") == 2);
+}
+
+TEST_CASE("a runner destroyed inside run() on a connection that is gone tells its sink the server ends it") {
+    const std::string conninfo = idem::test::shared_postgres();
+    idem::test::tcp_proxy proxy(idem::test::port_of(conninfo));
+    auto child = start_worker({worker, "exit-in-run", idem::test::with_port(conninfo, proxy.port())});
+    REQUIRE(line_of(*child) == "in run");
+    proxy.sever();  // the connection breaks with the transaction open
+    child->write("exit\n");
+    const std::string line = line_of(*child);
+    CHECK(line.find("level=warning event=idem.transaction.abandoned") != std::string::npos);
+    CHECK(line.find("a connection that is gone") != std::string::npos);
+    CHECK(exit_code(*child) == 0);
 }
 
 TEST_CASE("migrations started by several processes at once are applied exactly once") {

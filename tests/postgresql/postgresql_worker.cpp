@@ -4,10 +4,12 @@
 //   postgresql_worker crash <conninfo> <key>                  write a transfer, print "written", wait to be killed
 //   postgresql_worker migrate <conninfo>                      migrate at that instant; print what it applied
 //   postgresql_worker purge <conninfo> <batch>                purge in batches from that instant; print the total
+//   postgresql_worker exit-in-run <conninfo>                  print "in run" inside run(), exit() at a line on stdin
 #include <iostream>
 #include <string>
 
 #include "bank_worker.hpp"
+#include "exit_inside_run.hpp"
 #include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
 #include "postgresql_bank.hpp"
@@ -83,6 +85,19 @@ int purge(const std::string& conninfo, std::size_t batch) {
     return 0;
 }
 
+// exit() called from the work destroys a static runner with its transaction
+// open. The test cuts the connection before it sends the line that makes this exit.
+int exit_in_run(const std::string& conninfo) {
+    return idem::test::exit_inside_run(
+        [&](soci::session& session) { idem::open_postgresql_session(session, conninfo); },
+        [](idem::unit_of_work& tx) {
+            tx.sql() << "CREATE TEMPORARY TABLE abandoned (id INTEGER)";
+            std::cout << "in run" << std::endl;
+            std::string line;
+            std::getline(std::cin, line);
+        });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,5 +112,6 @@ int main(int argc, char** argv) {
             {"crash", "<conninfo> <key>", [](const args& a) { return crash(a[0], a[1]); }},
             {"migrate", "<conninfo>", [](const args& a) { return migrate(a[0]); }},
             {"purge", "<conninfo> <batch>", [](const args& a) { return purge(a[0], std::stoul(a[1])); }},
+            {"exit-in-run", "<conninfo>", [](const args& a) { return exit_in_run(a[0]); }},
         });
 }

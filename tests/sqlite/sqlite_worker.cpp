@@ -3,10 +3,12 @@
 //   sqlite_worker transfer <db> <threads> <rounds>  race transfers at the instant "go <t>" on stdin names
 //   sqlite_worker crash <db> <key>                  write a transfer, print "written", wait to be killed
 //   sqlite_worker migrate <db>                      migrate at that instant; print what it applied
+//   sqlite_worker exit-in-run <db> <how>            call exit() inside run(); print the runner's log events
 #include <cstdlib>
 #include <string>
 
 #include "bank_worker.hpp"
+#include "exit_inside_run.hpp"
 #include "sqlite_bank.hpp"
 
 namespace {
@@ -53,15 +55,32 @@ int migrate(const std::string& db) {
     return idem::test::migrate_from_go(store);
 }
 
+// exit() called from the work destroys a static runner with its transaction
+// open. `how`: "rolls-back", or "rollback-fails" (the work commits behind the
+// runner's back first, so the runner's ROLLBACK fails).
+int exit_in_run(const std::string& db, const std::string& how) {
+    return idem::test::exit_inside_run(
+        [&](soci::session& session) {
+            idem::open_sqlite_session(session, db, connection_options);
+            session << "CREATE TABLE IF NOT EXISTS items (name TEXT PRIMARY KEY)";
+        },
+        [&](idem::unit_of_work& tx) {
+            tx.sql() << "INSERT INTO items (name) VALUES ('abandoned')";
+            if (how == "rollback-fails") tx.sql() << "COMMIT";
+        });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     using args = std::vector<std::string>;
-    return idem::test::run_worker("sqlite_worker", argc, argv,
-                                  {
-                                      {"transfer", "<db> <threads> <rounds>",
-                                       [](const args& a) { return transfer(a[0], std::stoi(a[1]), std::stoi(a[2])); }},
-                                      {"crash", "<db> <key>", [](const args& a) { return crash(a[0], a[1]); }},
-                                      {"migrate", "<db>", [](const args& a) { return migrate(a[0]); }},
-                                  });
+    return idem::test::run_worker(
+        "sqlite_worker", argc, argv,
+        {
+            {"transfer", "<db> <threads> <rounds>",
+             [](const args& a) { return transfer(a[0], std::stoi(a[1]), std::stoi(a[2])); }},
+            {"crash", "<db> <key>", [](const args& a) { return crash(a[0], a[1]); }},
+            {"migrate", "<db>", [](const args& a) { return migrate(a[0]); }},
+            {"exit-in-run", "<db> <how>", [](const args& a) { return exit_in_run(a[0], a[1]); }},
+        });
 }

@@ -15,6 +15,7 @@
 #include "sql/sql_dialect.hpp"
 #include "sql/sql_transaction.hpp"
 #include "temp_dir.hpp"
+#include "worker_processes.hpp"
 
 namespace {
 
@@ -52,6 +53,15 @@ void insert(unit_of_work& tx, const std::string& name) {
 struct business_failure : std::runtime_error {
     business_failure() : std::runtime_error("business failure") {}
 };
+
+// What a worker process that calls exit() from the work (destroying its static
+// runner mid-run) logs; `how` as sqlite_worker's exit-in-run takes it.
+std::string log_of_exit_in_run(const database& db, const std::string& how) {
+    auto worker = idem::test::start_worker({IDEM_SQLITE_WORKER, "exit-in-run", db.path, how});
+    std::string line = idem::test::line_of(*worker);
+    CHECK(idem::test::exit_code(*worker) == 0);  // reported, not thrown: the process ends normally
+    return line;
+}
 
 }  // namespace
 
@@ -186,6 +196,24 @@ TEST_CASE("runner: a rollback that fails leaves the transaction in doubt and rep
     CHECK_FALSE(db.runner.in_transaction());
     db.runner.run([&](unit_of_work& tx) { insert(tx, "b"); });  // the runner recovers for the next transaction
     CHECK(db.runner.last_state() == transaction_state::committed);
+}
+
+TEST_CASE("runner: destroyed inside run(), it rolls the transaction back and tells its telemetry sink") {
+    database db;
+    const std::string line = log_of_exit_in_run(db, "rolls-back");
+    CHECK(line.find("level=warning event=idem.transaction.abandoned") != std::string::npos);
+    CHECK(line.find("rolled back") != std::string::npos);
+    CHECK(db.committed() == 0);
+}
+
+TEST_CASE("runner: destroyed inside run() with a ROLLBACK that fails, it reports the transaction in doubt") {
+    database db;
+    // The work commits behind the runner's back before exit(): the destructor's ROLLBACK fails.
+    const std::string line = log_of_exit_in_run(db, "rollback-fails");
+    CHECK(line.find("level=error event=idem.transaction.rollback_failed") != std::string::npos);
+    CHECK(line.find("in doubt") != std::string::npos);
+    CHECK(line.find("ROLLBACK: SQL logic error (SQLite 1)") != std::string::npos);  // SQLite's own answer
+    CHECK(db.committed() == 1);
 }
 
 TEST_CASE("runner: a savepoint that cannot be rolled back puts the transaction in doubt; it cannot commit") {

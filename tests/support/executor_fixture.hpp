@@ -5,19 +5,15 @@
 
 #include <soci/soci.h>
 
-#include <atomic>
 #include <memory>
 #include <string>
 
-#include "bank.hpp"
 #include "bank_database.hpp"
-#include "idem/detail/run_owned.hpp"
-#include "idem/executor.hpp"
-#include "recording_sink.hpp"
+#include "bank_executor.hpp"
 
 namespace idem::test {
 
-struct executor_fixture {
+struct executor_fixture : bank_executor {
     // A business connection of its own, as another instance of the service has.
     struct connection {
         soci::session session;
@@ -28,74 +24,18 @@ struct executor_fixture {
         }
     };
 
-    std::unique_ptr<bank_database> database = fresh_bank_database();
-    std::shared_ptr<transactional_record_store> store = database->make_store();
-    std::shared_ptr<recording_sink> sink = std::make_shared<recording_sink>();
-    executor exec{store, {}, sink};
-    string_codec codec;
-    soci::session session;
-    std::unique_ptr<transaction_runner> runner;
-    std::atomic<int> runs{0};
+    std::unique_ptr<bank_database> database;
 
-    executor_fixture() {
-        database->connect(session);
-        database->reset_bank(session);
-        runner = std::make_unique<transaction_runner>(session);
-    }
+    executor_fixture() : executor_fixture(fresh_bank_database()) {}
 
-    // The business operation: moves money through the transaction's session.
-    auto operation(unit_of_work& tx, const std::string& key) {
-        return [&tx, key, this] {
-            ++runs;
-            bank::move_money(tx.sql(), key, 10);
-            return std::string("moved 10");
-        };
-    }
-
-    // The same for execute_in_transaction, which hands the transaction over.
-    auto operation(const std::string& key) {
-        return [key, this](unit_of_work& tx) {
-            ++runs;
-            bank::move_money(tx.sql(), key, 10);
-            return std::string("moved 10");
-        };
-    }
-
-    // runner.run around executor.execute(tx, ...): the plain form.
-    execution<std::string> transfer(const std::string& key, execution_options options = {},
-                                    const char* fingerprint = bank::fingerprint) {
-        return runner->run([&](unit_of_work& tx) {
-            return idem::detail::executor_access::execute_in(exec, tx, bank::transfer_key(key), fingerprint, options,
-                                                             operation(tx, key), codec);
-        });
-    }
-
-    // The same through execute_in_transaction: the fast path.
-    execution<std::string> transfer_fast(const std::string& key, execution_options options = {},
-                                         const char* fingerprint = bank::fingerprint) {
-        return idem::detail::execute_in_transaction(exec, *runner, bank::transfer_key(key), fingerprint, options,
-                                                    operation(key), codec);
-    }
-
-    // Lease mode around a business transaction that moves the money, then throws
-    // bank::business_failure: the record is the store's, the failure the business's.
-    void transfer_failing_in_lease_mode(const std::string& key, execution_options options = {}) {
-        (void)exec.execute(
-            bank::transfer_key(key), bank::fingerprint, options,
-            [&]() -> std::string {
-                runner->run([&](unit_of_work& tx) {
-                    bank::move_money(tx.sql(), key, 10);
-                    throw bank::business_failure();
-                });
-                return "unreachable";
-            },
-            codec);
-    }
-
-    // What the store holds for the key, seen from its own connection.
-    reservation_status record(const std::string& key) { return bank::detached_status(*store, key); }
-
-    long long ledger() { return bank::count(session, "SELECT count(*) FROM ledger"); }
+private:
+    explicit executor_fixture(std::unique_ptr<bank_database> fresh)
+        : bank_executor(fresh->make_store(),
+                        [&fresh](soci::session& s) {
+                            fresh->connect(s);
+                            fresh->reset_bank(s);
+                        }),
+          database(std::move(fresh)) {}
 };
 
 }  // namespace idem::test

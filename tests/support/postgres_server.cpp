@@ -96,6 +96,20 @@ std::string postgres_server::conninfo(std::string_view database) const {
     return "host=127.0.0.1 port=" + std::to_string(port_) + " user=" + superuser + " dbname=" + std::string(database);
 }
 
+std::string with_port(const std::string& conninfo, int port) {
+    const auto at = conninfo.find("port=");
+    if (at == std::string::npos) throw std::invalid_argument("with_port: the connection string names no port");
+    const auto end = conninfo.find(' ', at);
+    return conninfo.substr(0, at) + "port=" + std::to_string(port) +
+           (end == std::string::npos ? std::string() : conninfo.substr(end));
+}
+
+int port_of(const std::string& conninfo) {
+    const auto at = conninfo.find("port=");
+    if (at == std::string::npos) throw std::invalid_argument("port_of: the connection string names no port");
+    return std::stoi(conninfo.substr(at + 5));
+}
+
 std::string postgres_server::socket_conninfo(std::string_view database) const {
     return "host=" + server_.dir().string() + " port=" + std::to_string(port_) + " user=" + superuser +
            " dbname=" + std::string(database);

@@ -43,6 +43,11 @@ private:
     throwaway_server server_;
 };
 
+// `conninfo` (libpq keywords, with a port= field) with another port, e.g. a tcp_proxy's.
+[[nodiscard]] std::string with_port(const std::string& conninfo, int port);
+// Its port= field; std::invalid_argument when it has none.
+[[nodiscard]] int port_of(const std::string& conninfo);
+
 // A database of its own, named after `label` and this process, on the server
 // `server` (a connection string) reaches; dropped WITH (FORCE) when the object dies.
 class scratch_database {

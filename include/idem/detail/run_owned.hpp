@@ -61,7 +61,7 @@ execution<T> run_owned(executor& exec, transaction_runner& runner, Call&& call, 
     // after it replays, unless that record ended (released, purged) meanwhile.
     constexpr int attempts = 8;
     for (int attempt = 1;; ++attempt) {
-        owned_run owned{.owns = owns};
+        owned_run owned{.role = owns ? owned_role::opens : owned_role::joins};
         std::exception_ptr failure;
         bool lost = false;
         try {
@@ -73,23 +73,23 @@ execution<T> run_owned(executor& exec, transaction_runner& runner, Call&& call, 
         } catch (const store_error& e) {
             // The insert lost to a concurrent record, or a deadlock with a duplicate
             // that reserved first (its reservation waits for rows this run holds).
-            lost = (owned.inserted && lost_to_concurrent_record(e)) ||
-                   (owned.unreserved && e.failure() == store_failure::conflict);
+            lost = (owned.progress == owned_progress::inserted && lost_to_concurrent_record(e)) ||
+                   (owned.started_unreserved() && e.failure() == store_failure::conflict);
             failure = std::current_exception();
         } catch (...) {
             failure = std::current_exception();
         }
         if (!lost) executor_access::settle(exec, owned);
         // A transaction that committed (a hook failed after it) or whose end is unknown has no winner to ask.
-        if (!owned.unreserved || runner.last_state() == transaction_state::in_doubt ||
+        if (!owned.started_unreserved() || runner.last_state() == transaction_state::in_doubt ||
             runner.last_state() == transaction_state::committed || attempt == attempts)
             std::rethrow_exception(failure);
-        owned_run answering{.owns = true, .answer_only = true};
+        owned_run answering{.role = owned_role::answers};
         try {
             execution<T> e = runner_access::run_fast(
                 runner, [&](unit_of_work& tx) { return call(tx, answering); },
                 [](const execution<T>&) { return false; });  // a read: nothing to commit
-            if (!answering.unanswered) return e;
+            if (answering.progress != owned_progress::unanswered) return e;
         } catch (...) {
             // The failure that led here is the one to report.
         }

@@ -1,4 +1,5 @@
-// idem/http/httplib.hpp: the Idempotency-Key layer on a cpp-httplib server.
+// idem/http/httplib.hpp: the Idempotency-Key layer on a cpp-httplib server
+// (link idem_httplib; `layer` and `db` must outlive the server).
 //
 //   idem::http::idempotency_layer layer{db.executor(), {.resolver = idem::scopes::client()}};
 //   server.Post("/payments", idem::http::idempotent(layer, db,
@@ -10,10 +11,7 @@
 //   idem::http::bind_with_backlog(server, "0.0.0.0", 8080);  // TCP_NODELAY on, room for bursts
 //   server.listen_after_bind();
 //
-// The handler runs in a unit of work of `db` with the response recorded in the
-// same transaction (idempotency_layer::handle(db, ...)); idempotent(layer, handler)
-// without a database is lease mode. Link idem_httplib (pkg-config idem-httplib);
-// `layer` and `db` must outlive the server. See docs/http.md.
+// Lease mode (idempotent(layer, handler)) and the adapter's options: docs/http.md.
 #pragma once
 
 #include <functional>

@@ -1,20 +1,13 @@
 // idem/http/layer.hpp: the Idempotency-Key layer, independent of any server library.
-//
-// Wrap an endpoint: the first request with a key runs it; a retry with the same
-// key and content gets the stored response (Idempotent-Replayed: true); other
-// content gets 422. On a SQL database the endpoint runs in a unit of work and
-// its response is recorded in that transaction, so the money and the stored
-// response commit together or not at all:
+// On a SQL database the endpoint runs in a unit of work and its response is
+// recorded in that transaction:
 //
 //   idem::http::idempotency_layer layer{db.executor(), {.resolver = idem::scopes::user()}};
 //   idem::http::response res = layer.handle(db, req, [&](idem::unit_of_work& uow) {
 //       return create_payment(uow, req.body);  // an idem::http::response
 //   });
 //
-// Without a database (lease mode) the record is written apart, before and after
-// the endpoint: layer.handle(req, [&] { return call_provider(req); }); a retry
-// while the first runs gets 409 with Retry-After. An adapter for cpp-httplib is
-// in idem/http/httplib.hpp. See docs/http.md.
+// Lease mode (layer.handle(req, endpoint)), answers and live options: docs/http.md.
 #pragma once
 
 #include <chrono>
@@ -35,25 +28,17 @@ namespace idem::http {
 using idem::unscoped_behavior;
 class response_codec;
 
-// Fields marked [live] are read on every request from an options source: the layer's
-// own (filled from these fields), or, for a layer built on an executor, the executor's
-// (the mode and durations through `profile`, the others from executor_options::http),
-// where these fields are unused and one replace() switches executor, inbox and layer.
+// The layer's own settings, fixed for its life. What a request reads live is in the
+// executor's options (one schema for executor, inbox and layer), resolved through
+// `profile`: mode, lease, retention, failure_retention (a 5xx after the endpoint
+// ran) and executor_options::http (header_name, require_key, unscoped).
 struct IDEM_API layer_options {
-    std::string header_name = "Idempotency-Key";  // [live]
     std::set<std::string, std::less<>> methods = {"POST", "PATCH"};
-    bool require_key = false;  // [live] a missing key: 400 KeyMissing, or run without idempotency
     // Who owns a key. Null: every caller shares one key space (scope::global()).
     scope_resolver resolver = nullptr;
-    unscoped_behavior unscoped = unscoped_behavior::reject;  // [live]
     std::string name_space = "http";
-    std::string profile = {};         // the profile the layer's calls resolve through ("" for none)
-    idem::mode mode = mode::enforce;  // [live]
-    // [live] How long a request holds its key when nobody settles it (crash, 503, exception).
-    duration lease = std::chrono::minutes(1);
-    duration retention = std::chrono::hours(24);                // [live]
-    duration server_error_retention = std::chrono::minutes(5);  // [live] a 5xx after the endpoint ran
-    std::size_t max_stored_body = 1024 * 1024;                  // larger responses are sent, not stored
+    std::string profile = {};                   // the profile the layer's calls resolve through ("" for none)
+    std::size_t max_stored_body = 1024 * 1024;  // larger responses are sent, not stored
     std::chrono::seconds retry_after = std::chrono::seconds(1);
     // The database form's concurrency knob (execution_options::reserve_first): reserve
     // the key before the endpoint runs, so a concurrent duplicate never starts it.
@@ -74,14 +59,13 @@ struct IDEM_API admission {
 
 class IDEM_API idempotency_layer {
 public:
-    // A layer with a store and options of its own. Invalid options (lease above 15 minutes
-    // or above retention, non-positive spans, no methods) throw options_error naming every
-    // invalid field. source() replaces them live.
-    idempotency_layer(std::shared_ptr<record_store> store, layer_options options = {},
+    // A layer with a store and an options source of its own, filled from `live`.
+    // Invalid options (lease above 15 minutes or above retention, non-positive spans,
+    // no methods) throw options_error naming every invalid field. source() replaces
+    // the live ones.
+    idempotency_layer(std::shared_ptr<record_store> store, executor_options live = {}, layer_options options = {},
                       std::shared_ptr<telemetry_sink> telemetry = nullptr);
-    // A layer on `exec`'s stores, options source and telemetry (`exec` must outlive it):
-    // of `options` only methods, resolver, name_space, profile, max_stored_body,
-    // retry_after and replayed_headers are used; the rest comes from the source.
+    // A layer on `exec`'s stores, options source and telemetry (`exec` must outlive it).
     explicit idempotency_layer(executor& exec, layer_options options = {});
     ~idempotency_layer();
     idempotency_layer(const idempotency_layer&) = delete;
