@@ -85,10 +85,7 @@ void add_forget_command(CLI::App& app, int& exit_code) {
         ->add_option("--redis", args->redis,
                      fmt::format("Or the Redis ledger: {} (the record is then named by its key)", redis_url_form))
         ->excludes("--db");
-    command->add_option("--key-hash", args->key_hash,
-                        "The record's digest: 64 hex characters (SHA-256 of its storage key), or the 32 of its "
-                        "first 16 bytes, the key_hash a SQL table shows");
-    args->key.add_to(*command, false);
+    add_record_options(*command, args->key_hash, args->key);
     command->add_flag("--force", args->force,
                       "Delete the record even while it is in flight (its request may still be running)");
     command->callback([args, &exit_code] { exit_code = forget(*args); });

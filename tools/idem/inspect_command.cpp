@@ -84,10 +84,7 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
     auto* command = app.add_subcommand(
         "inspect", "Show one record (state, times, lease or retention left, payload size), or a namespace's latest");
     add_database_option(*command, args->url);
-    command->add_option("--key-hash", args->key_hash,
-                        "The record's digest: 64 hex characters (SHA-256 of its storage key), or the 32 of its "
-                        "first 16 bytes, the key_hash a SQL table shows");
-    args->key.add_to(*command, false);
+    add_record_options(*command, args->key_hash, args->key);
     command->add_flag("--payload", args->payload,
                       "Write the stored payload, exactly as stored, to stdout (the description goes to stderr)");
     command->add_option("--recent", args->recent,

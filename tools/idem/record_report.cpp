@@ -12,6 +12,13 @@
 
 namespace idem::cli {
 
+void add_record_options(CLI::App& command, std::string& key_hash, record_key_flags& key) {
+    command.add_option("--key-hash", key_hash,
+                       "The record's digest: 64 hex characters (SHA-256 of its storage key), or the 32 of its "
+                       "first 16 bytes, the key_hash a SQL table shows");
+    key.add_to(command, false);
+}
+
 digest named_record(const std::string& key_hash, const record_key_flags& key) {
     const bool by_hash = !key_hash.empty();
     if (by_hash == key.given())

@@ -17,6 +17,9 @@ namespace idem::cli {
 // A whole digest, or its first 16 bytes (the SQL tables' key_hash).
 using digest = std::vector<std::byte>;
 
+// Adds --key-hash and the key flags (record_key_flags), the two ways to name one record.
+void add_record_options(CLI::App& command, std::string& key_hash, record_key_flags& key);
+
 // The record --key-hash names, or the one --namespace, a scope flag and --key
 // build; std::invalid_argument (or CLI::ValidationError) unless exactly one of
 // the two ways is given, whole.
