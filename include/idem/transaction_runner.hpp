@@ -49,6 +49,8 @@ struct IDEM_API transaction_options {
     // connection, so the mapped objects' statements are not kept prepared
     // beyond the one they ran in.
     bool transaction_pooler = false;
+    // The largest message (payload and headers) unit_of_work::publish accepts.
+    std::size_t max_message_bytes = 256 * 1024;
 };
 
 class IDEM_API transaction_runner {

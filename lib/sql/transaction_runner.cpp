@@ -39,7 +39,8 @@ public:
         : session_(session),
           dialect_(detail::dialect_of(session)),
           connection_(dialect_.connect(session, dialect_.begin_sql(options))),
-          keeps_statements_(!options.transaction_pooler) {}
+          keeps_statements_(!options.transaction_pooler),
+          max_message_bytes_(options.max_message_bytes) {}
 
     ~impl() override {
         if (!open_ || begin_held_) return;
@@ -68,6 +69,7 @@ public:
     }
     detail::unit_state* features_if_any() noexcept override { return unit_.get(); }
     [[nodiscard]] bool keeps_statements() const noexcept override { return keeps_statements_; }
+    [[nodiscard]] std::size_t max_message_bytes() const noexcept override { return max_message_bytes_; }
 
     [[nodiscard]] bool open() const noexcept { return open_; }
     [[nodiscard]] bool ran() const noexcept { return ran_; }
@@ -264,6 +266,7 @@ private:
     std::unique_ptr<detail::deferred_statement> deferred_;
     std::unique_ptr<detail::unit_state> unit_;  // created on first use, dropped when the transaction ends
     bool keeps_statements_;
+    std::size_t max_message_bytes_;
     transaction_state state_ = transaction_state::committed;
     bool open_ = false;
     bool ran_ = false;
