@@ -82,6 +82,7 @@ struct IDEM_LOCAL outbox_relay::impl {
             return table::claim(uow, options.batch, now, now + options.lease.count(), token);
         });
         if (claimed.empty()) return 0;
+        const std::int64_t first_seq = claimed.front().seq, last_seq = claimed.back().seq;
         std::vector<table::unsettled> unsettled;
         for (table::claimed_row& row : claimed) {
             outbox_delivery message{
@@ -111,7 +112,9 @@ struct IDEM_LOCAL outbox_relay::impl {
                  .available_at = table::now_ms() + std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(),
                  .answer = result->answer()});
         }
-        db.transact([&](unit_of_work& uow) { table::settle(uow, token, unsettled, table::now_ms()); });
+        // Claimed rows come sorted by seq.
+        db.transact(
+            [&](unit_of_work& uow) { table::settle(uow, token, first_seq, last_seq, unsettled, table::now_ms()); });
         delivered += claimed.size() - unsettled.size();
         return claimed.size();
     }

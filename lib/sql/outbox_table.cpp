@@ -200,7 +200,8 @@ std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_
     return rows;
 }
 
-void settle(unit_of_work& uow, const std::string& token, std::span<const unsettled> failed, std::int64_t now) {
+void settle(unit_of_work& uow, const std::string& token, std::int64_t first, std::int64_t last,
+            std::span<const unsettled> failed, std::int64_t now) {
     soci::session& sql = uow.sql();
     if (!failed.empty()) {
         long long seq = 0, due = 0, done = now;
@@ -221,10 +222,11 @@ void settle(unit_of_work& uow, const std::string& token, std::span<const unsettl
             st.execute(true);
         }
     }
-    long long at = now;
+    long long at = now, from = first, to = last;
+    // By the seq range the claim took: an index range, not a scan for the token.
     sql << "UPDATE idem_outbox SET state = 1, done_at = :at, claim = NULL, last_answer = NULL "
-           "WHERE claim = :token AND state = 0",
-        soci::use(at, "at"), soci::use(token, "token");
+           "WHERE seq BETWEEN :first AND :last AND claim = :token AND state = 0",
+        soci::use(at, "at"), soci::use(from, "first"), soci::use(to, "last"), soci::use(token, "token");
 }
 
 std::size_t requeue(unit_of_work& uow, const std::optional<std::string>& id, std::int64_t now) {

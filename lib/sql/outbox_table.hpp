@@ -57,10 +57,13 @@ struct unsettled {
     std::string answer;             // what the sink said
 };
 
-// Ends the claim `token` holds: each of `failed` is retried later or dead, every
-// other message it claimed is delivered. A message whose lease ended and that
-// another relay claimed meanwhile is not touched.
-IDEM_API void settle(unit_of_work& uow, const std::string& token, std::span<const unsettled> failed, std::int64_t now);
+// Ends the claim `token` holds on the messages from seq `first` to `last`:
+// each of `failed` is retried later or dead, every other message it claimed
+// is delivered (found through the pending rows' index, by that range). A
+// message whose lease ended and that another relay claimed meanwhile is not
+// touched.
+IDEM_API void settle(unit_of_work& uow, const std::string& token, std::int64_t first, std::int64_t last,
+                     std::span<const unsettled> failed, std::int64_t now);
 
 // Dead letters back to pending with their attempts reset: the one with `id`, or all.
 [[nodiscard]] IDEM_API std::size_t requeue(unit_of_work& uow, const std::optional<std::string>& id, std::int64_t now);

@@ -313,7 +313,7 @@ TEST_CASE("relay: a claim that is never settled (its relay died) comes due when 
         // The dead relay's late settle touches nothing: the claim is no longer its.
         db.transact([&](idem::unit_of_work& uow) {
             const idem::detail::outbox_table::unsettled again{.seq = claimed[0].seq, .available_at = 0, .answer = "x"};
-            idem::detail::outbox_table::settle(uow, "killed-relay", {&again, 1}, now);
+            idem::detail::outbox_table::settle(uow, "killed-relay", claimed[0].seq, claimed[0].seq, {&again, 1}, now);
         });
         CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE state = 1") == 1);
     }
