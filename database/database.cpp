@@ -18,6 +18,8 @@ std::vector<std::string> problems_of(const database_options& o) {
     if (o.attempts < 1 || o.attempts > 100) problems.emplace_back("attempts must be between 1 and 100");
     if (o.backoff < std::chrono::milliseconds(0) || o.backoff > std::chrono::minutes(1))
         problems.emplace_back("backoff must be between 0 and 1m");
+    if (o.max_message_bytes < 1 || o.max_message_bytes > 64 * 1024 * 1024)
+        problems.emplace_back("max_message_bytes must be between 1 and 64 MiB");
     return problems;
 }
 
@@ -33,7 +35,8 @@ struct IDEM_LOCAL database::impl {
     // PostgreSQL stores need READ COMMITTED; SQLite transactions are always serializable.
     transaction_options session_options{.isolation = isolation_level::read_committed,
                                         .transaction_pooler = options.transaction_pooler,
-                                        .telemetry = options.telemetry};
+                                        .telemetry = options.telemetry,
+                                        .max_message_bytes = options.max_message_bytes};
     std::unique_ptr<detail::session_pool> pool;
 
     impl(database_url u, database_options o, opened_store s)

@@ -8,6 +8,12 @@
 namespace idem {
 
 purge_result purge(store_admin& store, const purge_options& options) {
+    return purge_batches([&](std::size_t limit, duration older_than) { return store.purge_batch(limit, older_than); },
+                         options);
+}
+
+purge_result purge_batches(const std::function<std::size_t(std::size_t, duration)>& delete_batch,
+                           const purge_options& options) {
     using steady = std::chrono::steady_clock;
     if (options.batch == 0) throw std::invalid_argument("idem: the purge batch must be positive");
     if (options.max_rows && *options.max_rows == 0)
@@ -20,7 +26,7 @@ purge_result purge(store_admin& store, const purge_options& options) {
     while (r.deleted < bound) {
         const std::size_t want = std::min(options.batch, bound - r.deleted);
         const auto batch_start = steady::now();
-        const std::size_t n = store.purge_batch(want, options.older_than);
+        const std::size_t n = delete_batch(want, options.older_than);
         ++r.batches;
         r.deleted += n;
         r.elapsed = steady::now() - start;

@@ -99,7 +99,32 @@ std::string metrics_sink::render_prometheus() const {
         out += fmt::format("idem_decisions_total{{entry_point=\"{}\",outcome=\"{}\",mode=\"{}\",profile=\"{}\"}} {}\n",
                            to_string(entry), to_string(o), to_string(m), escaped(profile), n);
     }
+    if (outbox_) {
+        const outbox_metrics& m = *outbox_;
+        out += fmt::format(
+            "# HELP idem_outbox_pending Outbox messages not yet delivered.\n# TYPE idem_outbox_pending gauge\n"
+            "idem_outbox_pending {}\n"
+            "# HELP idem_outbox_dead Outbox messages dead-lettered.\n# TYPE idem_outbox_dead gauge\n"
+            "idem_outbox_dead {}\n"
+            "# HELP idem_outbox_delivered_total Messages this relay delivered.\n"
+            "# TYPE idem_outbox_delivered_total counter\nidem_outbox_delivered_total {}\n"
+            "# HELP idem_outbox_failed_total Deliveries of this relay that failed.\n"
+            "# TYPE idem_outbox_failed_total counter\nidem_outbox_failed_total {}\n"
+            "# HELP idem_outbox_lag_seconds Age of the oldest pending message.\n"
+            "# TYPE idem_outbox_lag_seconds gauge\nidem_outbox_lag_seconds {:.3f}\n",
+            m.pending, m.dead, m.delivered, m.failed, std::chrono::duration<double>(m.lag).count());
+    }
     return out;
+}
+
+void metrics_sink::on_outbox(const outbox_metrics& m) noexcept {
+    std::lock_guard lock(mutex_);
+    outbox_ = m;
+}
+
+outbox_metrics metrics_sink::outbox() const {
+    std::lock_guard lock(mutex_);
+    return outbox_.value_or(outbox_metrics{});
 }
 
 log_sink::log_sink(std::ostream& out, log_level min) : out_(out), min_(min) {}

@@ -62,6 +62,12 @@ void move_money(idem::unit_of_work& uow, const std::string& id, const std::strin
     source->balance -= amount;  // both written before COMMIT, with the transfer row
     target->balance += amount;
     uow.add(transfer{id, from, to, amount});
+    // Told to others if and only if the money moved: the event commits with it,
+    // and `idem relay` delivers it, in order per paying account.
+    (void)uow.publish({.topic = "transfer.completed",
+                       .payload = nlohmann::json{{"id", id}, {"from", from}, {"to", to}, {"amount", amount}}.dump(),
+                       .ordering_key = from,
+                       .headers = {{"Content-Type", "application/json"}}});
 }
 
 idem::webhook::handler_result apply_deposit(idem::unit_of_work& uow, std::string_view event_id, std::string_view body) {
@@ -93,6 +99,10 @@ idem::webhook::handler_result apply_deposit(idem::unit_of_work& uow, std::string
         return handler_result::permanent_failure("the account is at its limit");
     }
     credited->balance += amount;
+    (void)uow.publish({.topic = "deposit.applied",
+                       .payload = nlohmann::json{{"event", id}, {"account", to}, {"amount", amount}}.dump(),
+                       .ordering_key = to,
+                       .headers = {{"Content-Type", "application/json"}}});
     return handler_result::applied();
 }
 

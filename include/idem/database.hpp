@@ -62,6 +62,9 @@ struct database_options {
     // Behind a pooler in transaction mode (PgBouncer pool_mode=transaction) no
     // session parameter is set: see postgresql_store_options::transaction_pooler.
     bool transaction_pooler = false;
+    // The largest message (payload and headers) unit_of_work::publish accepts:
+    // a larger one is message_too_large (idem/outbox.hpp).
+    std::size_t max_message_bytes = 256 * 1024;
 };
 
 namespace detail {
@@ -337,7 +340,7 @@ execution<T> database::once_with(transaction_runner* on, const record_key& key, 
                 run.committing = false;
                 decltype(auto) codec = make_codec(uow);
                 // The work's held-back writes (its changed objects) go before the record.
-                auto bound = [&]() -> T { return detail::flushed(uow, work); };
+                auto bound = [&]() -> T { return detail::flushed(uow, key, work); };
                 execution<T> e = detail::executor_access::execute_in(executor(), uow, key, fingerprint, options, bound,
                                                                      codec, {}, &owned);
                 commit = detail::commits(e, codec);

@@ -47,4 +47,10 @@ struct purge_result {
 // zero batch or max_rows, or a negative older_than; store_error from the store.
 IDEM_API purge_result purge(store_admin& store, const purge_options& options = {});
 
+// The same loop over any table: delete_batch(limit, older_than) deletes up to
+// `limit` rows in one short transaction and returns how many (the outbox's
+// delivered messages: idem/outbox_relay.hpp).
+IDEM_API purge_result purge_batches(const std::function<std::size_t(std::size_t, duration)>& delete_batch,
+                                    const purge_options& options = {});
+
 }  // namespace idem

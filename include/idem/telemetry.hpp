@@ -11,11 +11,13 @@
 //   serve("/metrics", metrics->render_prometheus());
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <iosfwd>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -71,29 +73,48 @@ struct IDEM_API log_event {
     operation_info operation = {};
 };
 
+// An outbox relay's figures (idem/outbox_relay.hpp), reported every
+// relay_options::report_every: pending and dead as the table has them, the
+// relay's own delivered and failed attempts since it was made, and the age of
+// the oldest pending message.
+struct IDEM_API outbox_metrics {
+    std::uint64_t pending = 0;
+    std::uint64_t dead = 0;
+    std::uint64_t delivered = 0;
+    std::uint64_t failed = 0;
+    std::chrono::milliseconds lag{0};
+};
+
 // Receives telemetry from many threads at once; must not throw.
 class IDEM_API telemetry_sink {
 public:
     virtual ~telemetry_sink() = default;
     virtual void on_decision(const decision&) noexcept {}
     virtual void on_log(const log_event&) noexcept {}
+    virtual void on_outbox(const outbox_metrics&) noexcept {}
 };
 
 // The default: writes nothing.
 [[nodiscard]] IDEM_API std::shared_ptr<telemetry_sink> null_sink();
 
-// Counts decisions; renders them in the Prometheus text exposition format.
+// Counts decisions and keeps the outbox relay's last figures; renders them in
+// the Prometheus text exposition format.
 class IDEM_API metrics_sink final : public telemetry_sink {
 public:
     void on_decision(const decision& d) noexcept override;
+    void on_outbox(const outbox_metrics& m) noexcept override;
     [[nodiscard]] std::uint64_t count(entry_point entry, outcome o, mode m, std::string_view profile = {}) const;
-    // idem_decisions_total{entry_point="...",outcome="...",mode="...",profile="..."} N
+    // The last figures a relay reported (all zero before).
+    [[nodiscard]] outbox_metrics outbox() const;
+    // idem_decisions_total{entry_point="...",outcome="...",mode="...",profile="..."} N, then
+    // idem_outbox_pending, _dead, _delivered_total, _failed_total, _lag_seconds once a relay reported.
     [[nodiscard]] std::string render_prometheus() const;
 
 private:
     using labels = std::tuple<entry_point, outcome, mode, std::string>;
     mutable std::mutex mutex_;
     std::map<labels, std::uint64_t, std::less<>> counts_;
+    std::optional<outbox_metrics> outbox_;
 };
 
 // Writes one logfmt line per event at or above `min` to a stream.
@@ -117,6 +138,9 @@ public:
     }
     void on_log(const log_event& e) noexcept override {
         for (const auto& s : sinks_) s->on_log(e);
+    }
+    void on_outbox(const outbox_metrics& m) noexcept override {
+        for (const auto& s : sinks_) s->on_outbox(m);
     }
 
 private:

@@ -43,6 +43,8 @@ struct IDEM_API transaction_options {
     // (exit() called from the work) rolls its transaction back, and a ROLLBACK
     // that fails there is logged as idem.transaction.rollback_failed. Null: null_sink().
     std::shared_ptr<telemetry_sink> telemetry = nullptr;
+    // The largest message (payload and headers) unit_of_work::publish accepts.
+    std::size_t max_message_bytes = 256 * 1024;
 };
 
 class IDEM_API transaction_runner {

@@ -22,6 +22,7 @@
 
 #include "idem/export.hpp"
 #include "idem/mapping.hpp"
+#include "idem/outbox.hpp"
 
 namespace soci {
 class session;
@@ -121,6 +122,18 @@ public:
     void after_rollback(std::function<void()> hook) {
         detail::mapped_session::hook(*this, detail::hook_kind::after_rollback, std::move(hook));
     }
+
+    // Outbox (idem/outbox.hpp): writes a message to the outbox table in this
+    // transaction (at the next flush, with the mapped objects), so it is relayed
+    // if and only if the transaction commits; a savepoint rolled back takes the
+    // messages published in it. Returns the message id: inside db.once derived
+    // from the record key and the message's place in the work, else random.
+    // message_too_large when over the limit; std::invalid_argument for an empty
+    // or too long topic or ordering key.
+    std::string publish(std::string topic, std::string payload) {
+        return detail::publish(*this, outgoing_message{.topic = std::move(topic), .payload = std::move(payload)});
+    }
+    std::string publish(outgoing_message message) { return detail::publish(*this, std::move(message)); }
 
     // What idem's SQL stores need of the runner (its dialect, per-connection
     // state, the fast path); opaque to applications.

@@ -18,8 +18,22 @@ struct retry_schedule {
     std::chrono::milliseconds budget{0};             // no run starts later than this after the first; 0: no limit
 };
 
-// One call's way through a schedule. Waits are drawn in the upper half of the
-// doubled step, so clients that collided once spread out.
+// The wait after run `attempt` (from 1): `first`, doubled for each further
+// run up to `ceiling`, drawn in the upper half of that step, so callers that
+// collided once spread out. For loops that sleep (retrying) and for work that
+// is put off to a later time instead (the outbox relay's next attempt).
+[[nodiscard]] inline std::chrono::microseconds backoff_after(const retry_schedule& schedule, int attempt) {
+    thread_local std::minstd_rand random{std::random_device{}()};
+    auto full = std::chrono::duration_cast<std::chrono::microseconds>(schedule.first);
+    const auto ceiling = std::chrono::duration_cast<std::chrono::microseconds>(schedule.ceiling);
+    for (int i = 1; i < attempt && full < ceiling; ++i) full *= 2;
+    full = std::min(full, ceiling);
+    if (full.count() <= 1) return full;
+    std::uniform_int_distribution<long long> pick(full.count() - full.count() / 2, full.count());
+    return std::chrono::microseconds(pick(random));
+}
+
+// One call's way through a schedule.
 class retrying {
 public:
     using clock = std::chrono::steady_clock;
@@ -34,7 +48,7 @@ public:
     // budget) and returns true for the next run.
     [[nodiscard]] bool wait(clock::duration asked = clock::duration::zero()) {
         if (attempt_ >= schedule_.attempts) return false;
-        clock::duration pause = std::max(asked, step());
+        clock::duration pause = std::max<clock::duration>(asked, backoff_after(schedule_, attempt_));
         if (schedule_.budget.count() > 0) {
             const clock::duration left = started_ + schedule_.budget - clock::now();
             if (left <= clock::duration::zero()) return false;
@@ -46,17 +60,6 @@ public:
     }
 
 private:
-    [[nodiscard]] clock::duration step() const {
-        thread_local std::minstd_rand random{std::random_device{}()};
-        auto full = std::chrono::duration_cast<std::chrono::microseconds>(schedule_.first);
-        const auto ceiling = std::chrono::duration_cast<std::chrono::microseconds>(schedule_.ceiling);
-        for (int i = 1; i < attempt_ && full < ceiling; ++i) full *= 2;
-        full = std::min(full, ceiling);
-        if (full.count() <= 1) return full;
-        std::uniform_int_distribution<long long> pick(full.count() - full.count() / 2, full.count());
-        return std::chrono::microseconds(pick(random));
-    }
-
     retry_schedule schedule_;
     clock::time_point started_;
     int attempt_ = 1;

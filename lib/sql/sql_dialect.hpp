@@ -40,6 +40,13 @@ public:
     // What a SELECT of mapped rows ends with to hold them until COMMIT (" FOR
     // UPDATE"); empty where writers are serialised anyway (SQLite).
     [[nodiscard]] virtual std::string_view lock_clause() const noexcept { return {}; }
+    // What a SELECT of rows one worker takes for itself ends with, so that
+    // concurrent workers pass over them (" FOR UPDATE SKIP LOCKED"); empty
+    // where writers are serialised anyway.
+    [[nodiscard]] virtual std::string_view claim_clause() const noexcept { return {}; }
+    // Whether bytes go through SOCI as hex text (PostgreSQL: SOCI binds text
+    // parameters, which stop at a NUL) rather than as they are (SQLite).
+    [[nodiscard]] virtual bool bytes_as_hex() const noexcept { return false; }
     // The column type of a mapped member in db.create_table<T>(); `max` is an
     // integer member's largest value. By default SQL's own names, which SQLite
     // reads with the affinities (and SOCI with the types) the members need.

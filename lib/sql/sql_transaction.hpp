@@ -3,6 +3,7 @@
 // dialect, state kept per connection (prepared statements), and the fast path.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -25,6 +26,9 @@ public:
     // transactions: not behind a pooler in transaction mode, where the next one
     // may run on another server connection.
     [[nodiscard]] virtual bool keeps_statements() const noexcept = 0;
+
+    // transaction_options::max_message_bytes of this runner.
+    [[nodiscard]] virtual std::size_t max_message_bytes() const noexcept = 0;
 
 protected:
     ~sql_transaction() = default;

@@ -77,7 +77,8 @@ public:
           dialect_(detail::dialect_of(session)),
           connection_(dialect_.connect(session, dialect_.begin_sql(options))),
           telemetry_(options.telemetry ? options.telemetry : null_sink()),
-          keeps_statements_(!options.transaction_pooler) {}
+          keeps_statements_(!options.transaction_pooler),
+          max_message_bytes_(options.max_message_bytes) {}
 
     // Only reachable when the runner dies inside run() (exit() called from the
     // work destroys a static runner): leave nothing open on the session, and tell
@@ -130,6 +131,7 @@ public:
     }
     detail::unit_state* features_if_any() noexcept override { return unit_.get(); }
     [[nodiscard]] bool keeps_statements() const noexcept override { return keeps_statements_; }
+    [[nodiscard]] std::size_t max_message_bytes() const noexcept override { return max_message_bytes_; }
 
     [[nodiscard]] bool open() const noexcept {
         return stage_ == stage::begin_held || stage_ == stage::active || stage_ == stage::open_in_doubt;
@@ -340,6 +342,7 @@ private:
     std::unique_ptr<detail::unit_state> unit_;  // created on first use, dropped when the transaction ends
     std::shared_ptr<telemetry_sink> telemetry_;
     bool keeps_statements_;
+    std::size_t max_message_bytes_;
     stage stage_ = stage::none;
     bool fast_ = false;  // this transaction may hold BEGIN back and send a statement with COMMIT
     int depth_ = 0;

@@ -103,6 +103,8 @@ public:
     // Under READ COMMITTED a row read FOR UPDATE cannot change before COMMIT:
     // a concurrent writer waits, then sees what this transaction wrote.
     [[nodiscard]] std::string_view lock_clause() const noexcept override { return " FOR UPDATE"; }
+    [[nodiscard]] std::string_view claim_clause() const noexcept override { return " FOR UPDATE SKIP LOCKED"; }
+    [[nodiscard]] bool bytes_as_hex() const noexcept override { return true; }
 
     // pg_advisory_xact_lock key: "idem" in ASCII. Concurrent CREATE TABLE IF NOT
     // EXISTS can fail on PostgreSQL, so every migrating process queues here first.

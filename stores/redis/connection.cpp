@@ -15,24 +15,34 @@ namespace idem::redis_detail {
 namespace {
 
 // hiredis's argv form: pointers and lengths, so every argument is binary-safe.
+// The store's commands fit in place; a longer one (an outbox XADD with headers) spills to the heap.
 class argument_vector {
 public:
     explicit argument_vector(std::span<const std::string_view> args) : count_(args.size()) {
-        if (args.size() > max_args) throw std::logic_error("idem: too many redis arguments");
-        for (std::size_t i = 0; i < args.size(); ++i) {
-            values_[i] = args[i].data();
-            lengths_[i] = args[i].size();
+        if (count_ > in_place) {
+            spilled_values_.resize(count_);
+            spilled_lengths_.resize(count_);
+        }
+        const char** v = values();
+        std::size_t* l = count_ > in_place ? spilled_lengths_.data() : lengths_.data();
+        for (std::size_t i = 0; i < count_; ++i) {
+            v[i] = args[i].data();
+            l[i] = args[i].size();
         }
     }
     [[nodiscard]] int count() const noexcept { return static_cast<int>(count_); }
-    [[nodiscard]] const char** values() noexcept { return values_.data(); }
-    [[nodiscard]] const std::size_t* lengths() const noexcept { return lengths_.data(); }
+    [[nodiscard]] const char** values() noexcept { return count_ > in_place ? spilled_values_.data() : values_.data(); }
+    [[nodiscard]] const std::size_t* lengths() const noexcept {
+        return count_ > in_place ? spilled_lengths_.data() : lengths_.data();
+    }
 
 private:
-    static constexpr std::size_t max_args = 8;
+    static constexpr std::size_t in_place = 8;
     std::size_t count_;
-    std::array<const char*, max_args> values_{};
-    std::array<std::size_t, max_args> lengths_{};
+    std::array<const char*, in_place> values_{};
+    std::array<std::size_t, in_place> lengths_{};
+    std::vector<const char*> spilled_values_;
+    std::vector<std::size_t> spilled_lengths_;
 };
 
 timeval to_timeval(std::chrono::milliseconds ms) noexcept {

@@ -28,6 +28,8 @@ public:
     idem_run(const std::filesystem::path& scratch, const std::string& program, const std::vector<std::string>& args);
     // Waits (at most a minute) and collects it.
     [[nodiscard]] outcome finish();
+    // Sends it `sig` (SIGTERM to stop a long-running command).
+    void signal(int sig) { child_->signal(sig); }
 
 private:
     std::filesystem::path out_, err_;

@@ -130,9 +130,9 @@ TEST_CASE("an unknown command is named, with the commands there are") {
     auto r = w.idem({"bogus"});
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
-    CHECK(
-        r.err ==
-        "idem: unknown command 'idem bogus'; the commands are migrate, purge, key, inspect, forget (`idem --help`)\n");
+    CHECK(r.err ==
+          "idem: unknown command 'idem bogus'; the commands are migrate, purge, key, inspect, forget, relay, outbox "
+          "(`idem --help`)\n");
     r = w.idem({"key", "derived", "refund"});
     CHECK(r.exit_code == 2);
     CHECK(r.err ==

@@ -42,6 +42,11 @@ ALLOWED = [
     # which every feature's library keeps its part of a unit of work in (its
     # inline members and typeinfo are emitted where a part is defined, too).
     (r"^idem::detail::(unit_state|unit_part)(::|$)", {"libidem", "libidem_sql"}),
+    # What unit_of_work::publish calls in idem_sql (declared in the public
+    # outbox.hpp), and the outbox table's statements (lib/sql/outbox_table.hpp)
+    # the relay in idem_database and the idem command's purge run.
+    (r"^idem::detail::(publish|publishing_record)(::|$)", {"libidem_sql"}),
+    (r"^idem::detail::outbox_table::", {"libidem_sql"}),
     # The test-only switch that shows the lost updates the mapped objects' checks prevent.
     (r"^idem::detail::set_concurrency_checks$", {"libidem_sql"}),
     # SHA-1 and hex of libidem's crypto: the Redis store names its Lua scripts by their SHA-1 (EVALSHA).

@@ -6,6 +6,8 @@
 //   idem inspect --db URL --namespace NS --recent N    the namespace's latest records
 //   idem forget --db URL --key-hash H [--force]         delete one record
 //   idem forget --redis URL --namespace NS --tenant T --key K   the same on a Redis ledger
+//   idem relay --db URL --to URL --secret S [--drain]   deliver the outbox to a webhook receiver
+//   idem outbox status|dead|requeue --db URL            the outbox's backlog and dead letters
 // Exit codes: 0 done, 1 database error (or `key valid`: not valid), 2 usage
 // error, 3 `inspect`, `forget`: no such record, 4 `forget`: in flight, kept.
 #include <CLI/CLI.hpp>
@@ -17,6 +19,7 @@
 #include "database_arg.hpp"
 #include "idem/error.hpp"
 #include "key_commands.hpp"
+#include "outbox_commands.hpp"
 #include "usage_checks.hpp"
 
 int main(int argc, char** argv) {
@@ -29,6 +32,7 @@ int main(int argc, char** argv) {
     idem::cli::add_key_commands(app, exit_code);
     idem::cli::add_inspect_command(app, exit_code);
     idem::cli::add_forget_command(app, exit_code);
+    idem::cli::add_outbox_commands(app);
     for (const auto& usage_error :
          {idem::cli::non_utf8_argument(argc, argv), idem::cli::unknown_command(app, argc, argv)}) {
         if (!usage_error) continue;

@@ -12,11 +12,14 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <soci/soci.h>
 
 #include "admin_commands.hpp"
 #include "database_arg.hpp"
 #include "duration_arg.hpp"
 #include "idem/purge.hpp"
+#include "idem/transaction_runner.hpp"
+#include "sql/outbox_table.hpp"
 
 namespace idem::cli {
 namespace {
@@ -104,12 +107,44 @@ void purge(store_admin& store, const purge_args& args, duration older_than) {
                              r.stopped_at_max_rows ? "; stopped at --max-rows" : "");
 }
 
+// Delivered outbox messages leave through the same loop, after the records,
+// delivered at least --older-than ago; a line only when there are any.
+void purge_outbox(const opened_store& store, const purge_args& args, duration older_than) {
+    soci::session session;
+    store.open_session(session);
+    if (!detail::outbox_table::exists(session)) return;
+    const std::int64_t before =
+        detail::outbox_table::now_ms() - std::chrono::duration_cast<std::chrono::milliseconds>(older_than).count();
+    const std::size_t bound =
+        args.max_rows == 0 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(args.max_rows);
+    if (args.dry_run) {
+        const std::size_t delivered = detail::outbox_table::count_delivered(session, before);
+        if (delivered > 0)
+            std::cout << fmt::format("would purge {} delivered outbox messages\n", std::min(delivered, bound));
+        return;
+    }
+    transaction_runner runner(session, {.isolation = isolation_level::read_committed});
+    const purge_result r = purge_batches(
+        [&](std::size_t limit, duration) {
+            return runner.run([&](unit_of_work& uow) { return detail::outbox_table::purge(uow, limit, before); });
+        },
+        {.batch = static_cast<std::size_t>(args.batch),
+         .max_rows = args.max_rows == 0 ? std::nullopt : std::optional(bound)});
+    if (r.deleted == 0) return;
+    const double elapsed = std::chrono::duration<double>(r.elapsed).count();
+    std::cout << fmt::format("purged {} delivered outbox messages in {} batch{}, {:.2f}s ({:.0f} rows/s)\n", r.deleted,
+                             r.batches, r.batches == 1 ? "" : "es", elapsed,
+                             elapsed > 0 ? static_cast<double>(r.deleted) / elapsed : 0.0);
+}
+
 void purge(const purge_args& args) {
     const duration older_than = parse_duration(args.older_than);
     const database_url db = parse_database_url(args.url);
     // A dry run opens the database read-only: it changes nothing, not even the journal mode.
     on_database(db, [&] {
-        purge(*open_store(db, args.dry_run ? open_mode::read_only : open_mode::existing).admin, args, older_than);
+        const opened_store store = open_store(db, args.dry_run ? open_mode::read_only : open_mode::existing);
+        purge(*store.admin, args, older_than);
+        purge_outbox(store, args, older_than);
     });
 }
 

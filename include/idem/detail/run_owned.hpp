@@ -97,11 +97,13 @@ execution<T> run_owned(executor& exec, transaction_runner& runner, Call&& call, 
     }
 }
 
-// Runs operation(uow), then flushes what the unit of work holds back (its
-// changed mapped objects), so that those writes precede the record the executor
-// writes next.
+// Runs operation(uow) as the work of the record `key` (the ids of the messages
+// it publishes derive from it), then flushes what the unit of work holds back
+// (its changed mapped objects, its messages), so that those writes precede the
+// record the executor writes next.
 template <class Operation>
-decltype(auto) flushed(unit_of_work& uow, Operation& operation) {
+decltype(auto) flushed(unit_of_work& uow, const record_key& key, Operation& operation) {
+    const publishing_record publishing(uow, key);
     if constexpr (std::is_void_v<std::invoke_result_t<Operation&, unit_of_work&>>) {
         operation(uow);
         uow.flush();
@@ -132,7 +134,7 @@ execution<T> execute_in_transaction(executor& exec, transaction_runner& runner, 
         exec, runner,
         [&](unit_of_work& tx, owned_run& owned) {
             // The work's held-back writes (its changed objects) go before the record.
-            auto bound = [&]() -> decltype(auto) { return flushed(tx, operation); };
+            auto bound = [&]() -> decltype(auto) { return flushed(tx, key, operation); };
             return executor_access::execute_in(exec, tx, key, fingerprint, options, bound, codec, {}, &owned);
         },
         should_commit);

@@ -1,0 +1,251 @@
+// The outbox relay: threads that claim due messages (one short transaction),
+// deliver them outside any transaction, and settle the claim (another):
+// delivered, due again after the backoff, or dead. A relay that dies between
+// the two loses nothing: its claim's lease ends and the messages are due again,
+// so delivery is at least once and a receiver dedupes by message id.
+#include "idem/outbox_relay.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "idem/database.hpp"
+#include "idem/error.hpp"
+#include "internal/crypto.hpp"
+#include "internal/retry_schedule.hpp"
+#include "sql/outbox_table.hpp"
+
+namespace idem {
+namespace {
+
+namespace table = detail::outbox_table;
+
+std::vector<std::string> problems_of(const outbox_relay_options& o, const outbox_sink* sink) {
+    std::vector<std::string> problems;
+    if (sink == nullptr) problems.emplace_back("sink must not be null");
+    if (o.batch < 1 || o.batch > 10000) problems.emplace_back("batch must be between 1 and 10000");
+    if (o.threads < 1 || o.threads > 64) problems.emplace_back("threads must be between 1 and 64");
+    if (o.lease < std::chrono::milliseconds(100) || o.lease > std::chrono::hours(24))
+        problems.emplace_back("lease must be between 100ms and 24h");
+    if (o.max_attempts < 1 || o.max_attempts > 1000) problems.emplace_back("max_attempts must be between 1 and 1000");
+    if (o.first_backoff < std::chrono::milliseconds(0) || o.max_backoff < o.first_backoff ||
+        o.max_backoff > std::chrono::hours(24))
+        problems.emplace_back("first_backoff must be at least 0 and at most max_backoff, max_backoff at most 24h");
+    if (o.idle_wait < std::chrono::milliseconds(1) || o.idle_wait > std::chrono::minutes(1))
+        problems.emplace_back("idle_wait must be between 1ms and 1m");
+    if (o.report_every < std::chrono::milliseconds(0)) problems.emplace_back("report_every must not be negative");
+    return problems;
+}
+
+std::string claim_token() {
+    std::array<std::byte, 16> bytes{};
+    detail::random_bytes(bytes);
+    return detail::hex(bytes);
+}
+
+}  // namespace
+
+callback_sink::callback_sink(callback deliver) : deliver_(std::move(deliver)) {
+    if (!deliver_) throw std::invalid_argument("idem: callback_sink needs a callable");
+}
+
+struct IDEM_LOCAL outbox_relay::impl {
+    database& db;
+    std::shared_ptr<outbox_sink> sink;
+    outbox_relay_options options;
+    detail::retry_schedule backoff;
+
+    std::mutex lifecycle;  // one start() or stop() at a time, so a start never meets threads still ending
+    std::mutex mutex;      // guards threads, stopping, last_report
+    std::condition_variable wake;
+    std::vector<std::thread> threads;
+    bool stopping = false;
+    std::chrono::steady_clock::time_point last_report{};
+
+    std::atomic<std::uint64_t> delivered{0};
+    std::atomic<std::uint64_t> failed{0};
+
+    impl(database& d, std::shared_ptr<outbox_sink> s, outbox_relay_options o)
+        : db(d),
+          sink(std::move(s)),
+          options(std::move(o)),
+          backoff{.first = options.first_backoff, .ceiling = options.max_backoff} {
+        if (!options.telemetry) options.telemetry = null_sink();
+    }
+
+    std::size_t run_once() {
+        const std::string token = claim_token();
+        const std::int64_t now = table::now_ms();
+        std::vector<table::claimed_row> claimed = db.transact([&](unit_of_work& uow) {
+            return table::claim(uow, options.batch, now, now + options.lease.count(), token);
+        });
+        if (claimed.empty()) return 0;
+        const std::int64_t first_seq = claimed.front().seq, last_seq = claimed.back().seq;
+        std::vector<table::unsettled> unsettled;
+        for (table::claimed_row& row : claimed) {
+            outbox_delivery message{
+                .id = std::move(row.id),
+                .topic = std::move(row.topic),
+                .ordering_key = std::move(row.ordering_key),
+                .headers = std::move(row.headers),
+                .payload = std::move(row.payload),
+                .attempt = row.attempt,
+                .published_at = std::chrono::system_clock::time_point(std::chrono::milliseconds(row.created_at))};
+            std::optional<delivery_result> result;
+            try {
+                result.emplace(sink->deliver(message));
+            } catch (const std::exception& e) {
+                result.emplace(delivery_result::retry(e.what()));
+            } catch (...) {
+                result.emplace(delivery_result::retry("the sink threw"));
+            }
+            if (result->what() == delivery_result::kind::delivered) continue;
+            ++failed;
+            const bool dead = result->what() == delivery_result::kind::refused || row.attempt >= options.max_attempts;
+            const auto wait =
+                std::max<std::chrono::microseconds>(detail::backoff_after(backoff, row.attempt), result->after());
+            unsettled.push_back(
+                {.seq = row.seq,
+                 .kind = dead ? table::settle_kind::dead : table::settle_kind::retry,
+                 .available_at = table::now_ms() + std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(),
+                 .answer = result->answer()});
+        }
+        // Claimed rows come sorted by seq.
+        db.transact(
+            [&](unit_of_work& uow) { table::settle(uow, token, first_seq, last_seq, unsettled, table::now_ms()); });
+        delivered += claimed.size() - unsettled.size();
+        return claimed.size();
+    }
+
+    outbox_metrics metrics() {
+        outbox_metrics m = outbox_backlog(db);
+        m.delivered = delivered.load();
+        m.failed = failed.load();
+        return m;
+    }
+
+    // One thread reports at a time, at most every report_every.
+    void maybe_report() {
+        if (options.report_every.count() == 0) return;
+        {
+            std::lock_guard lock(mutex);
+            const auto now = std::chrono::steady_clock::now();
+            if (now - last_report < options.report_every) return;
+            last_report = now;
+        }
+        options.telemetry->on_outbox(metrics());
+    }
+
+    // Waits `pause` unless stop() is called meanwhile; false once stopping.
+    bool rest(std::chrono::milliseconds pause) {
+        std::unique_lock lock(mutex);
+        return !wake.wait_for(lock, pause, [&] { return stopping; });
+    }
+
+    void loop() {
+        int failures = 0;
+        for (;;) {
+            {
+                std::lock_guard lock(mutex);
+                if (stopping) return;
+            }
+            std::chrono::milliseconds pause{0};
+            try {
+                const std::size_t claimed = run_once();
+                failures = 0;
+                maybe_report();
+                if (claimed == 0) pause = options.idle_wait;
+            } catch (const std::exception& e) {
+                // The database failed (down, busy): a claim not settled comes due
+                // again when its lease ends. Back off, doubling up to 64 idle waits.
+                ++failures;
+                options.telemetry->on_log({.level = log_level::warning,
+                                           .name = "idem.outbox.relay_failed",
+                                           .key_hash = {},
+                                           .message = e.what()});
+                pause = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    detail::backoff_after({.first = options.idle_wait, .ceiling = options.idle_wait * 64}, failures));
+            }
+            if (pause.count() > 0 && !rest(pause)) return;
+        }
+    }
+};
+
+outbox_relay::outbox_relay(database& db, std::shared_ptr<outbox_sink> sink, outbox_relay_options options) {
+    if (auto problems = problems_of(options, sink.get()); !problems.empty()) throw options_error(std::move(problems));
+    impl_ = std::make_unique<impl>(db, std::move(sink), std::move(options));
+}
+
+outbox_relay::~outbox_relay() {
+    stop();
+}
+
+void outbox_relay::start() {
+    const std::lock_guard one_at_a_time(impl_->lifecycle);
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->threads.empty()) return;
+    impl_->stopping = false;
+    for (int i = 0; i < impl_->options.threads; ++i) impl_->threads.emplace_back([this] { impl_->loop(); });
+}
+
+void outbox_relay::stop() {
+    const std::lock_guard one_at_a_time(impl_->lifecycle);
+    std::vector<std::thread> ending;
+    {
+        std::lock_guard lock(impl_->mutex);
+        impl_->stopping = true;
+        ending = std::move(impl_->threads);
+        impl_->threads.clear();
+    }
+    impl_->wake.notify_all();
+    for (std::thread& t : ending) t.join();
+}
+
+bool outbox_relay::running() const {
+    std::lock_guard lock(impl_->mutex);
+    return !impl_->threads.empty();
+}
+
+std::size_t outbox_relay::run_once() {
+    return impl_->run_once();
+}
+
+outbox_metrics outbox_relay::metrics() {
+    return impl_->metrics();
+}
+
+outbox_metrics outbox_backlog(database& db) {
+    const table::totals t = db.transact([](unit_of_work& uow) { return table::count(uow); });
+    outbox_metrics m{.pending = static_cast<std::uint64_t>(t.pending), .dead = static_cast<std::uint64_t>(t.dead)};
+    if (t.oldest_pending)
+        m.lag = std::chrono::milliseconds(std::max<std::int64_t>(0, table::now_ms() - *t.oldest_pending));
+    return m;
+}
+
+std::size_t requeue_dead_letters(database& db, const std::optional<std::string>& id) {
+    return db.transact([&](unit_of_work& uow) { return table::requeue(uow, id, table::now_ms()); });
+}
+
+std::vector<dead_letter> dead_letters(database& db, std::size_t limit) {
+    if (limit < 1 || limit > 10000) throw std::invalid_argument("idem: dead_letters lists 1 to 10000 messages");
+    return db.transact([&](unit_of_work& uow) {
+        std::vector<dead_letter> out;
+        for (table::dead_row& r : table::dead_letters(uow, limit))
+            out.push_back({std::move(r.id), std::move(r.topic), r.attempts, std::move(r.last_answer)});
+        return out;
+    });
+}
+
+purge_result purge_delivered_messages(database& db, const purge_options& options) {
+    return purge_batches(
+        [&](std::size_t limit, duration older_than) {
+            const std::int64_t before =
+                table::now_ms() - std::chrono::duration_cast<std::chrono::milliseconds>(older_than).count();
+            return db.transact([&](unit_of_work& uow) { return table::purge(uow, limit, before); });
+        },
+        options);
+}
+
+}  // namespace idem

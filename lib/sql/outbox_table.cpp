@@ -1,0 +1,301 @@
+#include "sql/outbox_table.hpp"
+
+#include <soci/soci.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "idem/error.hpp"
+#include "idem/unit_of_work.hpp"
+#include "internal/crypto.hpp"
+#include "internal/text.hpp"
+#include "sql/sql_dialect.hpp"
+#include "sql/sql_transaction.hpp"
+
+namespace idem::detail::outbox_table {
+namespace {
+
+// Headers in one bytes column: "<length>:<name><length>:<value>" for each, in order.
+std::string encode_headers(const std::vector<message_header>& headers) {
+    std::string out;
+    for (const message_header& h : headers)
+        for (const std::string* part : {&h.name, &h.value}) append_length_prefixed(out, *part);
+    return out;
+}
+
+[[noreturn]] void corrupt() {
+    throw store_error(store_failure::corrupt_record, "idem: an outbox row's headers are not in the form idem writes");
+}
+
+std::vector<message_header> decode_headers(std::string_view text) {
+    std::vector<message_header> headers;
+    auto next_part = [&]() {
+        std::size_t length = 0;
+        const auto colon = text.find(':');
+        if (colon == std::string_view::npos) corrupt();
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + colon, length);
+        if (ec != std::errc() || end != text.data() + colon || length > text.size() - colon - 1) corrupt();
+        std::string part(text.substr(colon + 1, length));
+        text.remove_prefix(colon + 1 + length);
+        return part;
+    };
+    while (!text.empty()) {
+        message_header h;
+        h.name = next_part();
+        if (text.empty()) corrupt();
+        h.value = next_part();
+        headers.push_back(std::move(h));
+    }
+    return headers;
+}
+
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+std::string unhex(std::string_view text) {
+    if (text.size() % 2 != 0) corrupt();
+    std::string out(text.size() / 2, '\0');
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        const int high = hex_digit(text[2 * i]), low = hex_digit(text[2 * i + 1]);
+        if (high < 0 || low < 0) corrupt();
+        out[i] = static_cast<char>(high * 16 + low);
+    }
+    return out;
+}
+
+// How bytes travel through SOCI on this dialect: as they are, or as hex text.
+struct bytes_codec {
+    bool hex;
+
+    explicit bytes_codec(unit_of_work& uow) : hex(uow.internals().dialect().bytes_as_hex()) {}
+
+    [[nodiscard]] std::string parameter(std::string_view name) const {
+        return hex ? "decode(:" + std::string(name) + ", 'hex')" : ":" + std::string(name);
+    }
+    [[nodiscard]] std::string column(std::string_view name) const {
+        return hex ? "encode(" + std::string(name) + ", 'hex')" : std::string(name);
+    }
+    [[nodiscard]] std::string to_sql(std::string_view bytes) const {
+        return hex ? detail::hex(std::as_bytes(std::span(bytes.data(), bytes.size()))) : std::string(bytes);
+    }
+    [[nodiscard]] std::string from_sql(std::string text) const { return hex ? unhex(text) : std::move(text); }
+};
+
+// What the table keeps of a sink's answer: at most 1 KiB of valid UTF-8
+// without NUL (the column is text; an answer may be any bytes).
+std::string kept_answer(std::string_view answer) {
+    std::string kept(answer.substr(0, 1024));
+    const bool valid = is_valid_utf8(kept);
+    for (char& c : kept)
+        if (c == '\0' || (!valid && static_cast<unsigned char>(c) >= 0x80)) c = '?';
+    return kept;
+}
+
+std::string claim_clause(unit_of_work& uow) {
+    return std::string(uow.internals().dialect().claim_clause());
+}
+
+}  // namespace
+
+std::int64_t now_ms() noexcept {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+namespace {
+
+// The INSERT of publish, prepared once per connection (where statements may be
+// kept), its parameters bound to the members.
+struct insert_statement {
+    std::string id, topic, key, headers, payload;
+    soci::indicator key_null = soci::i_null;
+    long long at = 0;
+    soci::statement st;
+
+    insert_statement(soci::session& sql, const bytes_codec& bytes)
+        // Each placeholder once: SOCI numbers every occurrence of a name apart.
+        : st((sql.prepare << "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, "
+                             "available_at) VALUES (:id, :topic, :ordering_key, " +
+                                 bytes.parameter("headers") + ", " + bytes.parameter("payload") +
+                                 ", :created, :available) ON CONFLICT (id) DO NOTHING",
+              soci::use(id, "id"), soci::use(topic, "topic"), soci::use(key, key_null, "ordering_key"),
+              soci::use(headers, "headers"), soci::use(payload, "payload"), soci::use(at, "created"),
+              soci::use(at, "available"))) {}
+};
+
+}  // namespace
+
+void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) {
+    if (rows.empty()) return;
+    static const std::uint64_t owner = new_connection_cache_owner();
+    const bytes_codec bytes(uow);
+    soci::session& sql = uow.sql();
+    std::unique_ptr<insert_statement> once;
+    insert_statement* statement = nullptr;
+    if (uow.internals().keeps_statements()) {
+        std::shared_ptr<void>& slot = uow.internals().connection_cache(owner);
+        if (!slot) slot = std::make_shared<insert_statement>(sql, bytes);
+        statement = static_cast<insert_statement*>(slot.get());
+    } else {
+        once = std::make_unique<insert_statement>(sql, bytes);
+        statement = once.get();
+    }
+    insert_statement& s = *statement;
+    s.at = now;
+    for (const new_row& row : rows) {
+        s.id = row.id;
+        s.topic = row.message.topic;
+        s.key = row.message.ordering_key.value_or(std::string());
+        s.key_null = row.message.ordering_key ? soci::i_ok : soci::i_null;
+        s.headers = bytes.to_sql(encode_headers(row.message.headers));
+        s.payload = bytes.to_sql(row.message.payload);
+        s.st.execute(true);
+    }
+}
+
+std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now, std::int64_t lease_end,
+                               const std::string& token) {
+    const bytes_codec bytes(uow);
+    soci::session& sql = uow.sql();
+    std::vector<long long> seq(limit), created(limit);
+    std::vector<std::string> id(limit), topic(limit), key(limit), headers(limit), payload(limit);
+    std::vector<soci::indicator> key_null(limit);
+    std::vector<int> attempts(limit);
+    long long at = now, until = lease_end, n = static_cast<long long>(limit);
+    // One statement: the oldest due messages no earlier message of their key
+    // holds back, skipping what other relays hold locked, taken for this claim.
+    sql << "UPDATE idem_outbox SET attempts = attempts + 1, available_at = :until, claim = :token "
+           "WHERE seq IN (SELECT o.seq FROM idem_outbox o WHERE o.state = 0 AND o.available_at <= :now "
+           "AND (o.ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM idem_outbox e WHERE e.ordering_key = "
+           "o.ordering_key AND e.seq < o.seq AND e.state <> 1)) ORDER BY o.seq LIMIT :n" +
+               claim_clause(uow) + ") RETURNING seq, id, topic, ordering_key, " + bytes.column("headers") + ", " +
+               bytes.column("payload") + ", attempts, created_at",
+        soci::use(until, "until"), soci::use(token, "token"), soci::use(at, "now"), soci::use(n, "n"), soci::into(seq),
+        soci::into(id), soci::into(topic), soci::into(key, key_null), soci::into(headers), soci::into(payload),
+        soci::into(attempts), soci::into(created);
+    std::vector<claimed_row> rows;
+    rows.reserve(seq.size());
+    for (std::size_t i = 0; i < seq.size(); ++i) {
+        claimed_row r;
+        r.seq = seq[i];
+        r.id = std::move(id[i]);
+        r.topic = std::move(topic[i]);
+        if (key_null[i] == soci::i_ok) r.ordering_key = std::move(key[i]);
+        r.headers = decode_headers(bytes.from_sql(std::move(headers[i])));
+        r.payload = bytes.from_sql(std::move(payload[i]));
+        r.attempt = attempts[i];
+        r.created_at = created[i];
+        rows.push_back(std::move(r));
+    }
+    // RETURNING comes in no promised order.
+    std::sort(rows.begin(), rows.end(), [](const claimed_row& a, const claimed_row& b) { return a.seq < b.seq; });
+    return rows;
+}
+
+void settle(unit_of_work& uow, const std::string& token, std::int64_t first, std::int64_t last,
+            std::span<const unsettled> failed, std::int64_t now) {
+    soci::session& sql = uow.sql();
+    if (!failed.empty()) {
+        long long seq = 0, due = 0, done = now;
+        int state = 0;
+        soci::indicator done_null = soci::i_null;
+        std::string answer;
+        soci::statement st =
+            (sql.prepare << "UPDATE idem_outbox SET state = :state, available_at = :due, last_answer = :answer, "
+                            "done_at = :done, claim = NULL WHERE seq = :seq AND claim = :token",
+             soci::use(state, "state"), soci::use(due, "due"), soci::use(answer, "answer"),
+             soci::use(done, done_null, "done"), soci::use(seq, "seq"), soci::use(token, "token"));
+        for (const unsettled& f : failed) {
+            seq = f.seq;
+            state = f.kind == settle_kind::dead ? 2 : 0;
+            done_null = f.kind == settle_kind::dead ? soci::i_ok : soci::i_null;
+            due = f.available_at;
+            answer = kept_answer(f.answer);
+            st.execute(true);
+        }
+    }
+    long long at = now, from = first, to = last;
+    // By the seq range the claim took: an index range, not a scan for the token.
+    sql << "UPDATE idem_outbox SET state = 1, done_at = :at, claim = NULL, last_answer = NULL "
+           "WHERE seq BETWEEN :first AND :last AND claim = :token AND state = 0",
+        soci::use(at, "at"), soci::use(from, "first"), soci::use(to, "last"), soci::use(token, "token");
+}
+
+std::size_t requeue(unit_of_work& uow, const std::optional<std::string>& id, std::int64_t now) {
+    soci::session& sql = uow.sql();
+    long long at = now;
+    soci::statement st(sql);
+    if (id) {
+        st = (sql.prepare << "UPDATE idem_outbox SET state = 0, attempts = 0, available_at = :at, done_at = NULL "
+                             "WHERE state = 2 AND id = :id",
+              soci::use(at, "at"), soci::use(*id, "id"));
+    } else {
+        st = (sql.prepare << "UPDATE idem_outbox SET state = 0, attempts = 0, available_at = :at, done_at = NULL "
+                             "WHERE state = 2",
+              soci::use(at, "at"));
+    }
+    st.execute(true);
+    return static_cast<std::size_t>(st.get_affected_rows());
+}
+
+totals count(unit_of_work& uow) {
+    soci::session& sql = uow.sql();
+    long long pending = 0, dead = 0, oldest = 0;
+    soci::indicator oldest_null = soci::i_null;
+    sql << "SELECT (SELECT COUNT(*) FROM idem_outbox WHERE state = 0), "
+           "(SELECT COUNT(*) FROM idem_outbox WHERE state = 2), "
+           "(SELECT created_at FROM idem_outbox WHERE state = 0 ORDER BY seq LIMIT 1)",
+        soci::into(pending), soci::into(dead), soci::into(oldest, oldest_null);
+    totals t{.pending = pending, .dead = dead};
+    if (oldest_null == soci::i_ok) t.oldest_pending = oldest;
+    return t;
+}
+
+std::size_t purge(unit_of_work& uow, std::size_t limit, std::int64_t delivered_before) {
+    soci::session& sql = uow.sql();
+    long long before = delivered_before, n = static_cast<long long>(limit);
+    soci::statement st =
+        (sql.prepare << "DELETE FROM idem_outbox WHERE seq IN (SELECT seq FROM idem_outbox WHERE state = 1 "
+                        "AND done_at <= :before ORDER BY done_at LIMIT :n" +
+                            claim_clause(uow) + ")",
+         soci::use(before, "before"), soci::use(n, "n"));
+    st.execute(true);
+    return static_cast<std::size_t>(st.get_affected_rows());
+}
+
+bool exists(soci::session& sql) {
+    long long n = 0;
+    sql << "SELECT COUNT(*) FROM idem_schema_versions WHERE name LIKE '%outbox'", soci::into(n);
+    return n > 0;
+}
+
+std::size_t count_delivered(soci::session& sql, std::int64_t delivered_before) {
+    long long n = 0, before = delivered_before;
+    sql << "SELECT COUNT(*) FROM idem_outbox WHERE state = 1 AND done_at <= :before", soci::use(before), soci::into(n);
+    return static_cast<std::size_t>(n);
+}
+
+std::vector<dead_row> dead_letters(unit_of_work& uow, std::size_t limit) {
+    soci::session& sql = uow.sql();
+    std::vector<std::string> id(limit), topic(limit), answer(limit);
+    std::vector<soci::indicator> answer_null(limit);
+    std::vector<int> attempts(limit);
+    long long n = static_cast<long long>(limit);
+    sql << "SELECT id, topic, attempts, last_answer FROM idem_outbox WHERE state = 2 ORDER BY seq LIMIT :n",
+        soci::use(n, "n"), soci::into(id), soci::into(topic), soci::into(attempts), soci::into(answer, answer_null);
+    std::vector<dead_row> rows;
+    for (std::size_t i = 0; i < id.size(); ++i)
+        rows.push_back({std::move(id[i]), std::move(topic[i]), attempts[i],
+                        answer_null[i] == soci::i_ok ? std::move(answer[i]) : std::string()});
+    return rows;
+}
+
+}  // namespace idem::detail::outbox_table

@@ -1,0 +1,35 @@
+-- The transactional outbox: messages a unit of work publishes (uow.publish),
+-- written in its transaction, delivered by idem::outbox_relay.
+--
+-- seq is the order of publication: a message with an ordering key is
+-- delivered only once every earlier message of that key is (state 1).
+-- Relays claim batches with FOR UPDATE SKIP LOCKED (a fleet shares the work)
+-- by raising attempts and pushing available_at to the end of a lease, under a
+-- claim token of their own; a relay that dies mid-batch loses nothing, its
+-- claims come due again when the lease ends.
+CREATE TABLE idem_outbox (
+    seq          BIGINT   GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id           TEXT     NOT NULL UNIQUE,
+    topic        TEXT     NOT NULL,
+    ordering_key TEXT,
+    headers      BYTEA    NOT NULL,
+    payload      BYTEA    NOT NULL,
+    state        SMALLINT NOT NULL DEFAULT 0 CHECK (state IN (0, 1, 2)),  -- 0 pending, 1 delivered, 2 dead
+    attempts     INTEGER  NOT NULL DEFAULT 0,
+    -- Milliseconds since the Unix epoch: when it was published, when it may be
+    -- tried (again), and when it was delivered or dead-lettered.
+    created_at   BIGINT   NOT NULL,
+    available_at BIGINT   NOT NULL,
+    done_at      BIGINT,
+    claim        TEXT,
+    last_answer  TEXT  -- what the sink said last time (a dead letter keeps it)
+);
+-- What a relay claims next, in order of publication, without reading
+-- delivered rows; the oldest pending message (the lag) too.
+CREATE INDEX idem_outbox_pending ON idem_outbox (seq) WHERE state = 0;
+-- Dead letters, to count and re-queue.
+CREATE INDEX idem_outbox_dead ON idem_outbox (seq) WHERE state = 2;
+-- Whether an earlier message of a key is still undelivered.
+CREATE INDEX idem_outbox_ordering ON idem_outbox (ordering_key, seq) WHERE state <> 1 AND ordering_key IS NOT NULL;
+-- The purge job takes delivered rows in the order they were delivered.
+CREATE INDEX idem_outbox_delivered ON idem_outbox (done_at) WHERE state = 1;

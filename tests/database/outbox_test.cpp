@@ -1,0 +1,385 @@
+// The transactional outbox on real SQLite files and a throwaway PostgreSQL:
+// uow.publish in the business transaction, and idem::outbox_relay delivering
+// to a callback sink (retries, dead letters, order per key, leases, metrics).
+#include <doctest/doctest.h>
+
+#include <soci/soci.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bank_places.hpp"
+#include "idem/database.hpp"
+#include "idem/outbox_relay.hpp"
+#include "sql/outbox_table.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace idem::test;
+
+// Bytes no text column would keep: NUL, invalid UTF-8, every byte value.
+std::string awkward_bytes() {
+    std::string s("\0nul\xff\xfe\xc0\x80 end", 12);
+    for (int b = 0; b < 256; ++b) s += static_cast<char>(b);
+    return s;
+}
+
+long long outbox_rows(idem::database& db) {
+    return count_rows(db, "SELECT COUNT(*) FROM idem_outbox");
+}
+
+// Keeps what the sink was given; answers as `answer` says.
+struct recorder {
+    std::mutex mutex;
+    std::vector<idem::outbox_delivery> seen;
+    std::function<idem::delivery_result(const idem::outbox_delivery&)> answer = [](const idem::outbox_delivery&) {
+        return idem::delivery_result::delivered();
+    };
+
+    std::shared_ptr<idem::callback_sink> sink() {
+        return std::make_shared<idem::callback_sink>([this](const idem::outbox_delivery& m) {
+            {
+                std::lock_guard lock(mutex);
+                seen.push_back(m);
+            }
+            return answer(m);
+        });
+    }
+    std::vector<idem::outbox_delivery> all() {
+        std::lock_guard lock(mutex);
+        return seen;
+    }
+};
+
+// Fast retries, for tests.
+idem::outbox_relay_options quick(idem::outbox_relay_options o = {}) {
+    o.first_backoff = 0ms;
+    o.max_backoff = 0ms;
+    o.idle_wait = 5ms;
+    return o;
+}
+
+void drain(idem::outbox_relay& relay) {
+    while (relay.run_once() > 0) {
+    }
+}
+
+}  // namespace
+
+TEST_CASE("publish: the row is written in the transaction; bytes survive the trip to the sink") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        const std::string payload = awkward_bytes();
+        const std::vector<idem::message_header> headers = {{"content-type", "application/octet-stream"},
+                                                           {std::string("x-\0bin", 6), "\xff\x00\x01"}};
+        std::string id;
+        db.transact([&](idem::unit_of_work& uow) {
+            move(uow, 5);
+            id = uow.publish(
+                {.topic = "transfer.completed", .payload = payload, .ordering_key = "alice", .headers = headers});
+            // Not yet written: held until the flush before COMMIT.
+        });
+        CHECK(id.size() == 36);
+        CHECK(outbox_rows(db) == 1);
+        recorder got;
+        idem::outbox_relay relay(db, got.sink(), quick());
+        CHECK(relay.run_once() == 1);
+        const auto seen = got.all();
+        REQUIRE(seen.size() == 1);
+        CHECK(seen[0].id == id);
+        CHECK(seen[0].topic == "transfer.completed");
+        CHECK(seen[0].ordering_key == std::optional<std::string>("alice"));
+        CHECK(seen[0].payload == payload);
+        CHECK(seen[0].headers == headers);
+        CHECK(seen[0].attempt == 1);
+        CHECK(relay.run_once() == 0);  // delivered once, not again
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE state = 1") == 1);
+    }
+}
+
+TEST_CASE("publish: a rolled-back transaction or savepoint leaves no message") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        CHECK_THROWS_AS(db.transact([&](idem::unit_of_work& uow) {
+            (void)uow.publish("lost", "rolled back");
+            uow.flush();  // written, then rolled back with the transaction
+            throw std::runtime_error("business failure");
+        }),
+                        std::runtime_error);
+        CHECK(outbox_rows(db) == 0);
+
+        db.transact([&](idem::unit_of_work& uow) {
+            (void)uow.publish("kept", "outer");
+            try {
+                uow.savepoint([&] {
+                    (void)uow.publish("lost", "held back, dropped");
+                    throw std::runtime_error("inner failure");
+                });
+            } catch (const std::runtime_error&) {
+            }
+            try {
+                uow.savepoint([&] {
+                    (void)uow.publish("lost", "written, rolled back to");
+                    uow.flush();
+                    throw std::runtime_error("inner failure");
+                });
+            } catch (const std::runtime_error&) {
+            }
+            uow.savepoint([&] { (void)uow.publish("kept", "released"); });
+        });
+        CHECK(outbox_rows(db) == 2);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE topic = 'kept'") == 2);
+    }
+}
+
+TEST_CASE("publish in db.once: ids derive from the record; a replay publishes nothing; a run again the same ids") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        std::vector<std::string> ids;
+        auto work = [&](idem::unit_of_work& uow) {
+            move(uow, 7);
+            ids.push_back(uow.publish("transfer.completed", "first"));
+            ids.push_back(uow.publish("ledger.posted", "second"));
+            return std::string("moved");
+        };
+        const idem::record_key key = key_of("t-1");
+        CHECK(db.once(key, "fp", work).status() == idem::execution_status::executed);
+        CHECK(db.once(key, "fp", work).status() == idem::execution_status::replayed);
+        REQUIRE(ids.size() == 2);
+        CHECK(ids[0] != ids[1]);
+        CHECK(outbox_rows(db) == 2);
+        // The record gone (purged, forgotten), the same work runs again: the same
+        // ids, so the outbox keeps one row each and a receiver sees no new message.
+        CHECK(db.admin().forget(key.digest(), true).outcome == idem::forget_outcome::deleted);
+        CHECK(db.once(key, "fp", work).status() == idem::execution_status::executed);
+        REQUIRE(ids.size() == 4);
+        CHECK(ids[2] == ids[0]);
+        CHECK(ids[3] == ids[1]);
+        CHECK(outbox_rows(db) == 2);
+        // Another record: other ids. Outside a record: random ones.
+        CHECK(db.once(key_of("t-2"), "fp", work).status() == idem::execution_status::executed);
+        CHECK(ids[4] != ids[0]);
+        const std::string a = db.transact([](idem::unit_of_work& uow) { return uow.publish("x", "1"); });
+        const std::string b = db.transact([](idem::unit_of_work& uow) { return uow.publish("x", "1"); });
+        CHECK(a != b);
+        CHECK(outbox_rows(db) == 6);
+    }
+}
+
+TEST_CASE("publish refuses bad messages with typed errors and writes nothing") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where, {.max_message_bytes = 1000});
+        db.transact([&](idem::unit_of_work& uow) {
+            CHECK_THROWS_AS((void)uow.publish("big", std::string(1001, 'x')), idem::message_too_large);
+            try {
+                (void)uow.publish(
+                    {.topic = "big", .payload = std::string(900, 'x'), .headers = {{"h", std::string(101, 'y')}}});
+                FAIL("a message over the limit was accepted");
+            } catch (const idem::message_too_large& e) {
+                CHECK(e.bytes() == 1002);
+                CHECK(e.limit() == 1000);
+                CHECK(e.category() == idem::error_category::data);
+            }
+            CHECK_THROWS_AS((void)uow.publish("", "x"), std::invalid_argument);
+            CHECK_THROWS_AS((void)uow.publish(std::string(256, 't'), "x"), std::invalid_argument);
+            CHECK_THROWS_AS((void)uow.publish("bad\xff", "x"), std::invalid_argument);
+            CHECK_THROWS_AS((void)uow.publish(std::string("a\0b", 3), "x"), std::invalid_argument);
+            CHECK_THROWS_AS((void)uow.publish({.topic = "t", .payload = "x", .ordering_key = ""}),
+                            std::invalid_argument);
+            // The business transaction decides: it goes on, with the message that fits.
+            (void)uow.publish("fits", std::string(1000, 'x'));
+        });
+        CHECK(outbox_rows(db) == 1);
+        CHECK_THROWS_AS(idem::database::open(where->url(), {.max_message_bytes = 0}), idem::options_error);
+    }
+}
+
+TEST_CASE("relay: a failing sink is retried with a new attempt; max_attempts dead-letters, answer kept; requeue") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        db.transact([&](idem::unit_of_work& uow) {
+            (void)uow.publish("flaky", "a");
+            (void)uow.publish("refused", "b");
+            (void)uow.publish("down", "c");
+        });
+        recorder got;
+        got.answer = [](const idem::outbox_delivery& m) {
+            if (m.topic == "refused") return idem::delivery_result::refused(std::string("422 no\xff\0", 8));
+            if (m.topic == "down") throw std::runtime_error("connection refused");
+            if (m.attempt < 2) return idem::delivery_result::retry("503 busy");
+            return idem::delivery_result::delivered();
+        };
+        idem::outbox_relay relay(db, got.sink(), quick({.max_attempts = 3}));
+        drain(relay);
+        std::map<std::string, std::vector<int>> attempts;
+        for (const auto& m : got.all()) attempts[m.topic].push_back(m.attempt);
+        CHECK(attempts["flaky"] == std::vector<int>{1, 2});
+        CHECK(attempts["refused"] == std::vector<int>{1});
+        CHECK(attempts["down"] == std::vector<int>{1, 2, 3});
+        const idem::outbox_metrics m = relay.metrics();
+        CHECK(m.pending == 0);
+        CHECK(m.dead == 2);
+        CHECK(m.delivered == 1);
+        CHECK(m.failed == 1 + 1 + 3);
+        auto dead = idem::dead_letters(db);
+        REQUIRE(dead.size() == 2);
+        CHECK(dead[0].topic == "refused");
+        CHECK(dead[0].attempts == 1);
+        CHECK(dead[0].last_answer == "422 no??");  // kept as valid text
+        CHECK(dead[1].topic == "down");
+        CHECK(dead[1].attempts == 3);
+        CHECK(dead[1].last_answer == "connection refused");
+
+        got.answer = [](const idem::outbox_delivery&) { return idem::delivery_result::delivered(); };
+        CHECK(idem::requeue_dead_letters(db, dead[1].id) == 1);
+        CHECK(idem::requeue_dead_letters(db, dead[1].id) == 0);  // no longer dead
+        CHECK(relay.run_once() == 1);
+        CHECK(got.all().back().topic == "down");
+        CHECK(got.all().back().attempt == 1);  // attempts start again
+        CHECK(idem::requeue_dead_letters(db) == 1);
+        drain(relay);
+        CHECK(relay.metrics().dead == 0);
+        CHECK(relay.metrics().pending == 0);
+    }
+}
+
+TEST_CASE("relay: a later message of an ordering key waits for the earlier; other keys go on") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        db.transact([&](idem::unit_of_work& uow) {
+            (void)uow.publish({.topic = "a1", .payload = "", .ordering_key = "alice"});
+            (void)uow.publish({.topic = "a2", .payload = "", .ordering_key = "alice"});
+            (void)uow.publish({.topic = "b1", .payload = "", .ordering_key = "bob"});
+            (void)uow.publish({.topic = "n1", .payload = ""});
+        });
+        recorder got;
+        bool a1_ok = false;
+        got.answer = [&](const idem::outbox_delivery& m) {
+            if (m.topic == "a1" && !a1_ok) return idem::delivery_result::retry("not yet");
+            return idem::delivery_result::delivered();
+        };
+        idem::outbox_relay relay(db, got.sink(), quick());
+        for (int i = 0; i < 4; ++i) (void)relay.run_once();  // a1 keeps failing: a2 must not go
+        CHECK(relay.run_once() == 1);                        // a1 alone is due
+        std::vector<std::string> topics;
+        for (const auto& m : got.all()) topics.push_back(m.topic);
+        CHECK(std::count(topics.begin(), topics.end(), "a2") == 0);
+        CHECK(std::count(topics.begin(), topics.end(), "b1") == 1);
+        CHECK(std::count(topics.begin(), topics.end(), "n1") == 1);
+        a1_ok = true;
+        drain(relay);
+        topics.clear();
+        for (const auto& m : got.all()) topics.push_back(m.topic);
+        const auto a1 = std::find(topics.rbegin(), topics.rend(), "a1");
+        const auto a2 = std::find(topics.rbegin(), topics.rend(), "a2");
+        REQUIRE(a2 != topics.rend());
+        CHECK(a2 < a1);  // a2 came after the last a1 (reverse iterators)
+        CHECK(relay.metrics().pending == 0);
+    }
+}
+
+TEST_CASE("relay: a claim that is never settled (its relay died) comes due when its lease ends") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        db.transact([&](idem::unit_of_work& uow) { (void)uow.publish("t", "p"); });
+        // What a relay killed after its claim leaves: the claim, never settled.
+        const std::int64_t now = idem::detail::outbox_table::now_ms();
+        const auto claimed = db.transact([&](idem::unit_of_work& uow) {
+            return idem::detail::outbox_table::claim(uow, 10, now, now + 300, "killed-relay");
+        });
+        REQUIRE(claimed.size() == 1);
+        recorder got;
+        idem::outbox_relay relay(db, got.sink(), quick());
+        CHECK(relay.run_once() == 0);  // held by the lease
+        std::this_thread::sleep_for(350ms);
+        CHECK(relay.run_once() == 1);
+        REQUIRE(got.all().size() == 1);
+        CHECK(got.all()[0].attempt == 2);
+        // The dead relay's late settle touches nothing: the claim is no longer its.
+        db.transact([&](idem::unit_of_work& uow) {
+            const idem::detail::outbox_table::unsettled again{.seq = claimed[0].seq, .available_at = 0, .answer = "x"};
+            idem::detail::outbox_table::settle(uow, "killed-relay", claimed[0].seq, claimed[0].seq, {&again, 1}, now);
+        });
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE state = 1") == 1);
+    }
+}
+
+TEST_CASE("relay: 4 threads and a second relay share 600 messages, each delivered once, in order per key") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where, {.pool_size = 12});
+        constexpr int keys = 20, per_key = 30;
+        db.transact([&](idem::unit_of_work& uow) {
+            for (int i = 0; i < per_key; ++i)
+                for (int k = 0; k < keys; ++k)
+                    (void)uow.publish(
+                        {.topic = "t", .payload = std::to_string(i), .ordering_key = "k" + std::to_string(k)});
+        });
+        recorder got;
+        auto metrics = std::make_shared<idem::metrics_sink>();
+        idem::outbox_relay first(db, got.sink(),
+                                 quick({.batch = 16, .threads = 4, .report_every = 1ms, .telemetry = metrics}));
+        idem::outbox_relay second(db, got.sink(), quick({.batch = 16, .threads = 1}));
+        first.start();
+        second.start();
+        CHECK(first.running());
+        const auto deadline = std::chrono::steady_clock::now() + 60s;
+        while (got.all().size() < static_cast<std::size_t>(keys * per_key) &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(10ms);
+        std::this_thread::sleep_for(50ms);  // a duplicate would show up meanwhile
+        first.stop();
+        second.stop();
+        CHECK_FALSE(first.running());
+        const auto seen = got.all();
+        CHECK(seen.size() == static_cast<std::size_t>(keys * per_key));
+        std::set<std::string> ids;
+        std::map<std::string, int> next;
+        bool in_order = true;
+        for (const auto& m : seen) {
+            ids.insert(m.id);
+            if (std::stoi(m.payload) != next[*m.ordering_key]++) in_order = false;
+        }
+        CHECK(ids.size() == seen.size());
+        CHECK(in_order);
+        CHECK(first.metrics().pending == 0);
+        CHECK(metrics->render_prometheus().find("idem_outbox_pending") != std::string::npos);
+    }
+}
+
+TEST_CASE("purge_delivered_messages deletes delivered messages in batches, never pending ones") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        db.transact([&](idem::unit_of_work& uow) {
+            for (int i = 0; i < 25; ++i) (void)uow.publish("t", std::to_string(i));
+        });
+        recorder got;
+        got.answer = [](const idem::outbox_delivery& m) {
+            return m.payload == "0" ? idem::delivery_result::retry("later", 1h) : idem::delivery_result::delivered();
+        };
+        idem::outbox_relay relay(db, got.sink(), quick());
+        drain(relay);
+        CHECK(idem::purge_delivered_messages(db, {.older_than = 1h}).deleted == 0);  // delivered just now
+        const idem::purge_result r = idem::purge_delivered_messages(db, {.batch = 10, .rest_between_batches = false});
+        CHECK(r.deleted == 24);
+        CHECK(r.batches == 3);
+        CHECK(outbox_rows(db) == 1);
+        CHECK(relay.metrics().pending == 1);
+    }
+}
