@@ -16,6 +16,7 @@
 #include "idem/database.hpp"
 #include "idem/memory_store.hpp"
 #include "idem/webhook.hpp"
+#include "loopback_server.hpp"
 
 namespace {
 
@@ -31,14 +32,13 @@ public:
                             .scheme = idem::webhook::timestamped_signature{},
                             .secrets = {"whsec"},
                             .identify = idem::webhook::id_from_header("Idem-Message-Id", idem::scope::global())}) {
-        server_.Post("/events", [this](const httplib::Request& req, httplib::Response& res) {
+        http_.server.Post("/events", [this](const httplib::Request& req, httplib::Response& res) {
             if (req.get_header_value("Idem-Topic") == "bad") {
                 res.status = 422;
                 res.set_content("unknown account", "text/plain");
                 return;
             }
-            idem::webhook::delivery d{.body = req.body};
-            for (const auto& [name, value] : req.headers) d.headers.emplace_back(name, value);
+            const idem::webhook::delivery d = idem::test::delivery_of(req);
             const auto answer = receiver_.handle(d, [&](const idem::webhook::event&) {
                 ++applied_;
                 return idem::webhook::handler_result::applied();
@@ -46,23 +46,15 @@ public:
             res.status = answer.status;
             res.set_content(answer.body, "application/json");
         });
-        port_ = server_.bind_to_any_port("127.0.0.1");
-        thread_ = std::thread([this] { server_.listen_after_bind(); });
-        while (!server_.is_running()) std::this_thread::sleep_for(1ms);
+        http_.start();
     }
-    ~receiver_service() {
-        server_.stop();
-        thread_.join();
-    }
-    [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/events"; }
+    [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(http_.port()) + "/events"; }
     [[nodiscard]] int applied() const { return applied_; }
 
 private:
     idem::executor exec_;
     idem::webhook::receiver receiver_;
-    httplib::Server server_;
-    std::thread thread_;
-    int port_ = 0;
+    idem::test::loopback_server http_;
     std::atomic<int> applied_{0};
 };
 

@@ -22,6 +22,7 @@
 #include "cli_support.hpp"
 #include "idem/database.hpp"
 #include "idem/webhook.hpp"
+#include "loopback_server.hpp"
 
 namespace {
 
@@ -41,10 +42,9 @@ public:
         db_.transact([](idem::unit_of_work& uow) {
             uow.sql() << "CREATE TABLE applied (id TEXT PRIMARY KEY, account TEXT NOT NULL, n BIGINT NOT NULL)";
         });
-        server_.new_task_queue = [] { return new httplib::ThreadPool(4); };
-        server_.Post("/events", [this](const httplib::Request& req, httplib::Response& res) {
-            idem::webhook::delivery d{.body = req.body};
-            for (const auto& [name, value] : req.headers) d.headers.emplace_back(name, value);
+        http_.server.new_task_queue = [] { return new httplib::ThreadPool(4); };
+        http_.server.Post("/events", [this](const httplib::Request& req, httplib::Response& res) {
+            const idem::webhook::delivery d = idem::test::delivery_of(req);
             const std::string account = req.get_header_value("Idem-Ordering-Key");
             const auto answer = receiver_.handle(db_, d, [&](idem::unit_of_work& uow, const idem::webhook::event& e) {
                 const std::string id(e.id);
@@ -60,15 +60,9 @@ public:
             res.status = answer.status;
             res.set_content(answer.body, "application/json");
         });
-        port_ = server_.bind_to_any_port("127.0.0.1");
-        thread_ = std::thread([this] { server_.listen_after_bind(); });
-        while (!server_.is_running()) std::this_thread::sleep_for(1ms);
+        http_.start();
     }
-    ~ledger_mirror() {
-        server_.stop();
-        thread_.join();
-    }
-    [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/events"; }
+    [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(http_.port()) + "/events"; }
     [[nodiscard]] long long applied() { return idem::test::count_rows(db_, "SELECT COUNT(*) FROM applied"); }
     [[nodiscard]] std::map<std::string, std::vector<long long>> arrivals() {
         std::lock_guard lock(mutex_);
@@ -78,9 +72,7 @@ public:
 private:
     idem::database db_;
     idem::webhook::receiver receiver_;
-    httplib::Server server_;
-    std::thread thread_;
-    int port_ = 0;
+    idem::test::loopback_server http_;
     std::mutex mutex_;
     std::map<std::string, std::vector<long long>> arrivals_;
 };

@@ -18,6 +18,7 @@
 #include "idem/http/webhook_sink.hpp"
 #include "idem/outbox_relay.hpp"
 #include "idem/webhook.hpp"
+#include "loopback_server.hpp"
 
 namespace {
 
@@ -38,9 +39,8 @@ public:
         db_.transact([](idem::unit_of_work& uow) {
             uow.sql() << "CREATE TABLE applied (id TEXT PRIMARY KEY, topic TEXT NOT NULL, bytes BIGINT NOT NULL)";
         });
-        server_.Post("/events", [this](const httplib::Request& req, httplib::Response& res) {
-            idem::webhook::delivery d{.body = req.body};
-            for (const auto& [name, value] : req.headers) d.headers.emplace_back(name, value);
+        http_.server.Post("/events", [this](const httplib::Request& req, httplib::Response& res) {
+            const idem::webhook::delivery d = idem::test::delivery_of(req);
             const auto answer = receiver_.handle(db_, d, [&](idem::unit_of_work& uow, const idem::webhook::event& e) {
                 const std::string id(e.id), topic = req.get_header_value("Idem-Topic");
                 const long long bytes = static_cast<long long>(e.body.size());
@@ -54,25 +54,19 @@ public:
             if (answer.retry_after > 0) res.set_header("Retry-After", std::to_string(answer.retry_after));
             res.set_content(answer.body, "application/json");
         });
-        server_.Post("/refuse", [](const httplib::Request&, httplib::Response& res) {
+        http_.server.Post("/refuse", [](const httplib::Request&, httplib::Response& res) {
             res.status = 422;
             res.set_content("no such account", "text/plain");
         });
-        server_.Post("/busy", [this](const httplib::Request&, httplib::Response& res) {
+        http_.server.Post("/busy", [this](const httplib::Request&, httplib::Response& res) {
             ++busy_;
             res.status = 503;
         });
-        port_ = server_.bind_to_any_port("127.0.0.1");
-        thread_ = std::thread([this] { server_.listen_after_bind(); });
-        while (!server_.is_running()) std::this_thread::sleep_for(1ms);
-    }
-    ~receiving_service() {
-        server_.stop();
-        thread_.join();
+        http_.start();
     }
 
     [[nodiscard]] std::string url(const std::string& path) const {
-        return "http://127.0.0.1:" + std::to_string(port_) + path;
+        return "http://127.0.0.1:" + std::to_string(http_.port()) + path;
     }
     [[nodiscard]] long long applied() { return count_rows(db_, "SELECT COUNT(*) FROM applied"); }
     [[nodiscard]] std::string body_of(const std::string& id) {
@@ -84,9 +78,7 @@ public:
 private:
     idem::database db_;
     idem::webhook::receiver receiver_;
-    httplib::Server server_;
-    std::thread thread_;
-    int port_ = 0;
+    idem::test::loopback_server http_;
     std::mutex mutex_;
     std::map<std::string, std::string> bodies_;
     std::atomic<int> busy_{0};

@@ -1,4 +1,5 @@
-// A cpp-httplib server on a free loopback port, listening on a thread of its own.
+// A cpp-httplib server on a free loopback port, listening on a thread of its own,
+// and what a webhook receiver behind it takes from a request.
 #pragma once
 
 #include <httplib.h>
@@ -7,6 +8,7 @@
 #include <thread>
 
 #include "idem/http/httplib.hpp"
+#include "idem/webhook.hpp"
 
 namespace idem::test {
 
@@ -40,5 +42,12 @@ private:
     std::thread thread_;
     int port_ = 0;
 };
+
+// The delivery a webhook receiver verifies: the request's body and every header.
+[[nodiscard]] inline webhook::delivery delivery_of(const httplib::Request& request) {
+    webhook::delivery d{.body = request.body};
+    for (const auto& [name, value] : request.headers) d.headers.emplace_back(name, value);
+    return d;
+}
 
 }  // namespace idem::test
