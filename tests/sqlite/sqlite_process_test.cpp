@@ -66,10 +66,10 @@ TEST_CASE("a writer killed with SIGKILL before its commit leaves neither the bus
 TEST_CASE("migrations started by several processes at once are applied exactly once") {
     idem::test::temp_dir dir{"sqlite-migrate"};
     const std::string db = (dir.path() / "fresh.db").string();
-    idem::test::race_migrations({worker, "migrate", db}, 4, {"0001_create_records", "0002_lean_records"});
+    idem::test::race_migrations({worker, "migrate", db}, 4, {"0001_create_records", "0002_lean_records", "0004_steps"});
 
     soci::session session;
     idem::open_sqlite_session(session, db);
-    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 2);
+    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 3);
     CHECK(bank::count(session, "SELECT count(*) FROM sqlite_master WHERE name = 'idem_records'") == 1);
 }
