@@ -425,3 +425,33 @@ TEST_CASE("steps: a worker SIGKILLed between steps or inside the call; the rerun
         CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_operations WHERE state = 1 AND fence = 2") == 3);
     }
 }
+
+TEST_CASE("steps: the operation docs/steps.md shows") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_payments(*where);
+        const idem::record_key key{"bank.payment", idem::scope::tenant("acme"), "order-17"};
+        const long long amount = 40;
+        // readme:begin steps-payment
+        auto e = db.steps(key, "pay:" + std::to_string(amount), [&](idem::steps& op) {
+            // One transaction: the hold and its stored result commit together.
+            long long hold = op.step("hold", [&](idem::unit_of_work& uow) {
+                uow.sql() << "UPDATE accounts SET balance = balance - :a WHERE id = 'alice'", soci::use(amount);
+                return amount;
+            });
+            // No transaction: the same call key on every run, so the provider charges once.
+            std::string charge = op.call("charge", [&](const std::string& call_key) {
+                return bank::charge(db, call_key, hold);  // the provider's API, with call_key as Idempotency-Key
+            });
+            return op.step("settle", [&](idem::unit_of_work& uow) {
+                uow.sql() << "UPDATE accounts SET balance = balance + :a WHERE id = 'bob'", soci::use(hold);
+                return charge;
+            });
+        });
+        // readme:end steps-payment
+        CHECK(e.status() == execution_status::executed);
+        CHECK(e.value().starts_with("ch_"));
+        CHECK(balance(db, "alice") == 1000000 - 40);
+        CHECK(balance(db, "bob") == 40);
+    }
+}
