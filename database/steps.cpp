@@ -80,7 +80,8 @@ struct steps_state {
     std::string stored_result;
     long long fence = 0;
     std::size_t recovery_point = 0;
-    std::size_t next = 0;  // the position of the next step this run meets
+    std::size_t next = 0;       // the position of the next step this run meets
+    std::size_t completed = 0;  // the steps this run stored or found stored
     std::set<std::string, std::less<>> names;
     std::size_t pending_call = 0;
 
@@ -186,7 +187,7 @@ std::optional<std::string> steps::run_step(std::string_view name,
     detail::steps_state& s = *state_;
     const std::size_t index = s.claim(name);
     int attempts = 0;
-    return s.db->transact([&](unit_of_work& uow) -> std::optional<std::string> {
+    std::optional<std::string> found = s.db->transact([&](unit_of_work& uow) -> std::optional<std::string> {
         ++attempts;
         soci::session& sql = uow.sql();
         s.hold(sql);
@@ -199,6 +200,8 @@ std::optional<std::string> steps::run_step(std::string_view name,
         s.advance(sql, index + 1);
         return std::nullopt;
     });
+    ++s.completed;
+    return found;
 }
 
 std::optional<std::string> steps::begin_call(std::string_view name) {
@@ -206,7 +209,7 @@ std::optional<std::string> steps::begin_call(std::string_view name) {
     const std::size_t index = s.claim(name);
     call_key_ = call_key(name);
     s.pending_call = index;
-    return s.db->transact([&](unit_of_work& uow) -> std::optional<std::string> {
+    std::optional<std::string> answer = s.db->transact([&](unit_of_work& uow) -> std::optional<std::string> {
         soci::session& sql = uow.sql();
         s.hold(sql);
         if (auto stored = s.read(sql, index)) {
@@ -223,6 +226,8 @@ std::optional<std::string> steps::begin_call(std::string_view name) {
         s.advance(sql, index);
         return std::nullopt;
     });
+    if (answer) ++s.completed;
+    return answer;
 }
 
 void steps::end_call(const std::string& answer) {
@@ -237,6 +242,7 @@ void steps::end_call(const std::string& answer) {
             soci::use(text), soci::use(s.record_id), soci::use(at);
         s.advance(sql, s.pending_call + 1);
     });
+    ++s.completed;
 }
 
 void steps::finish(const std::string& payload, classification how) {
@@ -245,13 +251,14 @@ void steps::finish(const std::string& payload, classification how) {
     s.db->transact([&](unit_of_work& uow) {
         soci::session& sql = uow.sql();
         s.hold(sql);
+        // A step that failed and was caught stored nothing; every stored one must have been met.
         long long stored = 0;
-        sql << "SELECT COUNT(*) FROM idem_steps WHERE record_id = :id", soci::into(stored), soci::use(s.record_id);
-        if (static_cast<std::size_t>(stored) != s.next)
-            throw steps_shape_changed(std::min(static_cast<std::size_t>(stored), s.next),
-                                      "idem: operation " + s.key_hash + " has " + std::to_string(stored) +
-                                          " stored steps; this run returned after " + std::to_string(s.next) +
-                                          ". Steps and their order may not change under a key");
+        sql << "SELECT COUNT(*) FROM idem_steps WHERE record_id = :id AND state = 1", soci::into(stored),
+            soci::use(s.record_id);
+        if (static_cast<std::size_t>(stored) != s.completed)
+            throw steps_shape_changed(s.next, "idem: operation " + s.key_hash + " has " + std::to_string(stored) +
+                                                  " stored steps; this run met " + std::to_string(s.completed) +
+                                                  " of them. Steps and their order may not change under a key");
         if (how == classification::release) {
             sql << "DELETE FROM idem_steps WHERE record_id = :id", soci::use(s.record_id);
             sql << "DELETE FROM idem_operations WHERE record_id = :id AND fence = :fence", soci::use(s.record_id),

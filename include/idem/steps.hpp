@@ -116,7 +116,7 @@ public:
     // The call key of the call named `name` in this operation: the same on every
     // run, distinct for every record key and name, and a valid Idempotency-Key.
     [[nodiscard]] std::string call_key(std::string_view name) const;
-    // The steps stored when this run began (0 for a new operation).
+    // The position after the last step stored when this run began (0 for a new operation).
     [[nodiscard]] std::size_t recovery_point() const noexcept;
     // This run's fencing token: every run that takes the operation over has a newer one.
     [[nodiscard]] std::int64_t fence() const noexcept;

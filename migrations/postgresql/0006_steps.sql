@@ -12,7 +12,7 @@ CREATE TABLE idem_operations (
     -- The fencing token: every run that takes the operation over adds one, and a
     -- step commits only while the operation still carries its run's token.
     fence          bigint   NOT NULL CHECK (fence > 0),
-    recovery_point integer  NOT NULL CHECK (recovery_point >= 0),  -- steps stored
+    recovery_point integer  NOT NULL CHECK (recovery_point >= 0),  -- the position after the last stored step
     state          smallint NOT NULL CHECK (state IN (0, 1)),  -- 0 running, 1 completed
     result         text     CHECK (state = 0 OR result IS NOT NULL),  -- hex of the final result
     -- Milliseconds since the Unix epoch on the database's clock: the lease's end

@@ -144,6 +144,35 @@ TEST_CASE("steps: a step that throws rolls back that step only; the retry resume
     }
 }
 
+TEST_CASE("steps: a failed step the operation catches stores nothing, and the operation's answer is final") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_payments(*where);
+        int checks = 0;
+        auto operation = [&](idem::steps& s) {
+            try {
+                s.step("check", [&](idem::unit_of_work& uow) {
+                    ++checks;
+                    bank::effect(uow, "f", "check");
+                    throw fail_once();
+                    return 0;
+                });
+            } catch (const fail_once&) {
+                return s.step("decline", [](idem::unit_of_work&) { return std::string("declined"); });
+            }
+            return std::string("accepted");
+        };
+        auto e = db.steps(bank::key_of("f"), "fp", operation);
+        CHECK(e.status() == execution_status::executed);
+        CHECK(e.value() == "declined");
+        CHECK(ran(db, "f", "check") == 0);
+        auto again = db.steps(bank::key_of("f"), "fp", operation);
+        CHECK(again.status() == execution_status::replayed);
+        CHECK(again.value() == "declined");
+        CHECK(checks == 1);
+    }
+}
+
 TEST_CASE("steps: a transient conflict runs the step again, not the operation") {
     for (const auto& where : places()) {
         CAPTURE(where->url());
