@@ -32,6 +32,7 @@
 #include "idem/export.hpp"
 #include "idem/mapping.hpp"
 #include "idem/sqlite_options.hpp"
+#include "idem/steps.hpp"
 #include "idem/store_admin.hpp"
 #include "idem/transaction_runner.hpp"
 #include "idem/transactional_record_store.hpp"
@@ -191,6 +192,47 @@ public:
                             [&](unit_of_work&) -> const result_codec<T>& { return codec; });
     }
 
+    // Runs operation(idem::steps&) at most once per key, in steps: each
+    // op.step(name, work) one transaction that stores its result, each
+    // op.call(name, call) outside any transaction with a call key of its own,
+    // the returned value stored and replayed as once's (idem/steps.hpp,
+    // docs/steps.md). A rerun resumes after the last stored step; while another
+    // run's lease is live it answers in_flight, another fingerprint key_reused.
+    // Not to be called inside a unit of work.
+    template <class Operation>
+    auto steps(const record_key& key, std::string_view fingerprint, Operation&& operation,
+               const execution_options& options = {}) {
+        using result_type = std::invoke_result_t<Operation&, idem::steps&>;
+        if constexpr (std::is_void_v<result_type>) {
+            auto returning_unit = [&](idem::steps& op) { return (operation(op), detail::unit{}); };
+            auto e = steps(key, fingerprint, returning_unit, default_codec<detail::unit>{}, options);
+            return execution<void>(e.status(), e.enforce_decision(), e.mode());
+        } else {
+            return steps(key, fingerprint, operation, default_codec<result_type>{}, options);
+        }
+    }
+
+    // The same with an explicit codec for the final result; one it classifies
+    // release deletes the operation and its steps (their effects were undone).
+    template <class Operation, class T>
+    execution<T> steps(const record_key& key, std::string_view fingerprint, Operation&& operation,
+                       const result_codec<T>& codec, const execution_options& options = {}) {
+        idem::steps op = start_steps(key, fingerprint, options);
+        const execution_status decision = op.decision();
+        if (decision == execution_status::replayed)
+            return execution<T>(decision, decision, mode::enforce, codec.deserialize(op.stored_result()));
+        if (decision != execution_status::executed) return execution<T>(decision, decision, mode::enforce, {});
+        std::optional<T> result;
+        try {
+            result.emplace(operation(op));
+            op.finish(codec.serialize(*result), codec.classify(*result));
+        } catch (...) {
+            op.abandon();
+            throw;
+        }
+        return execution<T>(decision, decision, mode::enforce, std::move(result));
+    }
+
     // CREATE TABLE IF NOT EXISTS for a mapped type, with column types from its
     // members (for examples and tests: production schemas are the application's
     // migrations).
@@ -263,6 +305,9 @@ private:
                                           [](unit_of_work& uow) { return detail::codec_in<result_type>(uow); });
         }
     }
+
+    [[nodiscard]] idem::steps start_steps(const record_key& key, std::string_view fingerprint,
+                                          const execution_options& options);
 
     template <class T, class Work, class MakeCodec>
     execution<T> once_with(transaction_runner* on, const record_key& key, std::string_view fingerprint, Work& work,

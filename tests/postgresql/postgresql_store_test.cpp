@@ -281,7 +281,8 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
         CHECK(e.native_code() == "42P01");
         CHECK(std::string(e.what()).find("migrate") != std::string::npos);
         CHECK(store.migrate() == std::vector<std::string>{"0001_create_records", "0002_purge_by_insertion_order",
-                                                          "0003_purge_by_expiry", "0004_lean_records", "0005_outbox"});
+                                                          "0003_purge_by_expiry", "0004_lean_records", "0005_outbox",
+                                                          "0006_steps"});
         CHECK(store.migrate().empty());
         CHECK(store.try_reserve(idem::record_key("m", "k"), "fp", 1min).status == reservation_status::reserved);
 

@@ -67,7 +67,7 @@ TEST_CASE("migrations started by several processes at once are applied exactly o
     idem::test::temp_dir dir{"sqlite-migrate"};
     const std::string db = (dir.path() / "fresh.db").string();
     idem::test::race_migrations({worker, "migrate", db}, 4,
-                                {"0001_create_records", "0002_lean_records", "0003_outbox"});
+                                {"0001_create_records", "0002_lean_records", "0003_outbox", "0004_steps"});
 
     soci::session session;
     idem::open_sqlite_session(session, db);

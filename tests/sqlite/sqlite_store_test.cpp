@@ -129,7 +129,8 @@ TEST_CASE("sqlite store: migrate applies each migration once") {
     } catch (const idem::store_error& e) {
         CHECK(e.failure() == idem::store_failure::schema);
     }
-    CHECK(lazy.migrate() == std::vector<std::string>{"0001_create_records", "0002_lean_records", "0003_outbox"});
+    CHECK(lazy.migrate() ==
+          std::vector<std::string>{"0001_create_records", "0002_lean_records", "0003_outbox", "0004_steps"});
     CHECK(lazy.migrate().empty());
     idem::sqlite_store again{{.path = db, .connection = fast}};  // migrates on open: nothing to do
     CHECK(again.migrate().empty());
