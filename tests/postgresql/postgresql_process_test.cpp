@@ -119,7 +119,7 @@ TEST_CASE("migrations started by several processes at once are applied exactly o
     {
         soci::session session;
         idem::open_postgresql_session(session, fresh);
-        CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 5);  // every migration, once
+        CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 6);  // every migration, once
         CHECK(bank::count(session, "SELECT count(*) FROM pg_tables WHERE tablename = 'idem_records'") == 1);
     }
 }

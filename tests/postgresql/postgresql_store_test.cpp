@@ -270,7 +270,7 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
     fixture f;
     CHECK(f.store.migrate().empty());
     CHECK(f.store.migrate().empty());
-    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_schema_versions") == 5);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_schema_versions") == 6);
 
     {
         idem::test::scratch_database scratch(f.conninfo, "fresh");
@@ -332,7 +332,7 @@ TEST_CASE("postgresql store: a table of the first schema, with rows in it, moves
              "hour')";
 
     idem::postgresql_store store{{.connection = scratch.conninfo()}};  // migrates on open
-    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 5);
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 6);
     // Keyed by the digest's first 16 bytes, without the key and scope text.
     CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE key_hash = '\\x" + idem::test::record_id_hex(done) +
                              "'") == 1);

@@ -71,6 +71,6 @@ TEST_CASE("migrations started by several processes at once are applied exactly o
 
     soci::session session;
     idem::open_sqlite_session(session, db);
-    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 3);
+    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 4);
     CHECK(bank::count(session, "SELECT count(*) FROM sqlite_master WHERE name = 'idem_records'") == 1);
 }
