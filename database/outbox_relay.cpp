@@ -5,6 +5,7 @@
 // so delivery is at least once and a receiver dedupes by message id.
 #include "idem/outbox_relay.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -75,16 +76,35 @@ struct IDEM_LOCAL outbox_relay::impl {
         if (!options.telemetry) options.telemetry = null_sink();
     }
 
-    std::size_t run_once() {
-        const std::string token = claim_token();
+    // One claim: its token and the end of its lease.
+    struct claim_ticket {
+        std::string token = claim_token();
+        std::int64_t lease_end = 0;
+    };
+
+    // What a batch's settle records: the claim, and the deliveries that failed.
+    struct outcome {
+        claim_ticket ticket;
+        std::vector<table::unsettled> failed;
+        bool keyed = false;
+        std::size_t delivered = 0;
+    };
+
+    std::vector<table::claimed_row> claim(unit_of_work& uow, claim_ticket& ticket) {
         const std::int64_t now = table::now_ms();
-        std::vector<table::claimed_row> claimed = db.transact([&](unit_of_work& uow) {
-            return table::claim(uow, options.batch, now, now + options.lease.count(), token);
-        });
-        if (claimed.empty()) return 0;
-        const std::int64_t first_seq = claimed.front().seq, last_seq = claimed.back().seq;
-        std::vector<table::unsettled> unsettled;
+        ticket.lease_end = now + options.lease.count();
+        return table::claim(uow, options.batch, now, ticket.lease_end, ticket.token);
+    }
+
+    void settle(unit_of_work& uow, const outcome& o) {
+        table::settle(uow, o.ticket.token, o.ticket.lease_end, o.failed, table::now_ms(), o.keyed);
+    }
+
+    // Delivers the claimed messages (sorted by seq) one by one, outside any transaction.
+    outcome deliver(std::vector<table::claimed_row>& claimed, claim_ticket ticket) {
+        outcome o{.ticket = std::move(ticket), .failed = {}};
         for (table::claimed_row& row : claimed) {
+            o.keyed = o.keyed || row.ordering_key.has_value();
             outbox_delivery message{
                 .id = std::move(row.id),
                 .topic = std::move(row.topic),
@@ -101,21 +121,30 @@ struct IDEM_LOCAL outbox_relay::impl {
             } catch (...) {
                 result.emplace(delivery_result::retry("the sink threw"));
             }
-            if (result->what() == delivery_result::kind::delivered) continue;
+            if (result->what() == delivery_result::kind::delivered) {
+                ++o.delivered;
+                continue;
+            }
             ++failed;
             const bool dead = result->what() == delivery_result::kind::refused || row.attempt >= options.max_attempts;
             const auto wait =
                 std::max<std::chrono::microseconds>(detail::backoff_after(backoff, row.attempt), result->after());
-            unsettled.push_back(
-                {.seq = row.seq,
+            o.failed.push_back(
+                {.id = message.id,
                  .kind = dead ? table::settle_kind::dead : table::settle_kind::retry,
                  .available_at = table::now_ms() + std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(),
                  .answer = result->answer()});
         }
-        // Claimed rows come sorted by seq.
-        db.transact(
-            [&](unit_of_work& uow) { table::settle(uow, token, first_seq, last_seq, unsettled, table::now_ms()); });
-        delivered += claimed.size() - unsettled.size();
+        return o;
+    }
+
+    std::size_t run_once() {
+        claim_ticket ticket;
+        std::vector<table::claimed_row> claimed = db.transact([&](unit_of_work& uow) { return claim(uow, ticket); });
+        if (claimed.empty()) return 0;
+        const outcome o = deliver(claimed, std::move(ticket));
+        db.transact([&](unit_of_work& uow) { settle(uow, o); });
+        delivered += o.delivered;
         return claimed.size();
     }
 
@@ -144,32 +173,57 @@ struct IDEM_LOCAL outbox_relay::impl {
         return !wake.wait_for(lock, pause, [&] { return stopping; });
     }
 
+    // A thread's rounds: each settles the batch before (delivered outside any
+    // transaction) and claims the next in one transaction, where run_once()
+    // takes two; the next message of a key just delivered, due now, may be
+    // claimed in that same transaction.
     void loop() {
+        std::optional<outcome> unsettled;  // delivered, not yet settled
         int failures = 0;
         for (;;) {
             {
                 std::lock_guard lock(mutex);
-                if (stopping) return;
+                if (stopping) break;
             }
             std::chrono::milliseconds pause{0};
             try {
-                const std::size_t claimed = run_once();
+                claim_ticket ticket;
+                std::vector<table::claimed_row> claimed = db.transact([&](unit_of_work& uow) {
+                    if (unsettled) settle(uow, *unsettled);
+                    return claim(uow, ticket);
+                });
+                if (unsettled) delivered += unsettled->delivered;
+                unsettled.reset();
                 failures = 0;
+                if (claimed.empty())
+                    pause = options.idle_wait;
+                else
+                    unsettled = deliver(claimed, std::move(ticket));
                 maybe_report();
-                if (claimed == 0) pause = options.idle_wait;
             } catch (const std::exception& e) {
-                // The database failed (down, busy): a claim not settled comes due
-                // again when its lease ends. Back off, doubling up to 64 idle waits.
+                // The database failed (down, busy): the settle is tried again with the
+                // next claim (a claim whose lease ended meanwhile is another relay's:
+                // settling touches none of its messages). Back off, doubling up to 64
+                // idle waits.
                 ++failures;
-                options.telemetry->on_log({.level = log_level::warning,
-                                           .name = "idem.outbox.relay_failed",
-                                           .key_hash = {},
-                                           .message = e.what()});
+                log_failure(e);
                 pause = std::chrono::duration_cast<std::chrono::milliseconds>(
                     detail::backoff_after({.first = options.idle_wait, .ceiling = options.idle_wait * 64}, failures));
             }
-            if (pause.count() > 0 && !rest(pause)) return;
+            if (pause.count() > 0 && !rest(pause)) break;
         }
+        if (!unsettled) return;
+        try {
+            db.transact([&](unit_of_work& uow) { settle(uow, *unsettled); });
+            delivered += unsettled->delivered;
+        } catch (const std::exception& e) {
+            log_failure(e);  // its messages come due again when their lease ends
+        }
+    }
+
+    void log_failure(const std::exception& e) {
+        options.telemetry->on_log(
+            {.level = log_level::warning, .name = "idem.outbox.relay_failed", .key_hash = {}, .message = e.what()});
     }
 };
 

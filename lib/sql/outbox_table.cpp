@@ -103,6 +103,12 @@ std::string claim_clause(unit_of_work& uow) {
     return std::string(uow.internals().dialect().claim_clause());
 }
 
+// First in a transaction of the relay's: how the dialect plans and commits queue work.
+void apply_queue_settings(unit_of_work& uow) {
+    if (const std::string_view settings = uow.internals().dialect().queue_settings(); !settings.empty())
+        uow.sql() << std::string(settings);
+}
+
 }  // namespace
 
 std::int64_t now_ms() noexcept {
@@ -161,26 +167,53 @@ void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) 
     }
 }
 
-std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now, std::int64_t lease_end,
-                               const std::string& token) {
-    const bytes_codec bytes(uow);
-    soci::session& sql = uow.sql();
+namespace {
+
+// How many due messages one round of a claim looks at, for a batch of `limit`:
+// enough that messages waiting for another relay's batch do not hide those behind them.
+long long window_of(std::size_t limit) {
+    return static_cast<long long>(limit) * 4;
+}
+
+// The first :window due messages, in the order they came due, locked
+// (passing over what other relays hold): what one round of a claim looks at.
+// Read through the due index, it stops there, whatever waits behind.
+std::string due_window(unit_of_work& uow) {
+    return "(SELECT o.id, o.seq, o.ordering_key FROM idem_outbox o WHERE o.state = 0 AND o.available_at <= :now "
+           "ORDER BY o.available_at, o.seq LIMIT :window" +
+           claim_clause(uow) + ") w";
+}
+
+// Whether an earlier message of w's key is undelivered (pending, claimed, backing off or dead).
+constexpr const char* held_back =
+    "EXISTS (SELECT 1 FROM idem_outbox e WHERE e.ordering_key = w.ordering_key AND e.seq < w.seq AND e.state <> 1";
+
+// Rows are updated by id, found through the primary key: a statement that
+// names no state can be read through no partial index, whatever the
+// statistics say (the rows were locked in the state the subquery read).
+std::string by_id(unit_of_work& uow, const std::string& subquery) {
+    return uow.internals().dialect().among("id", subquery);
+}
+
+// The first `limit` messages of the window that nothing holds back, taken for
+// `token` until `until`.
+std::vector<claimed_row> take_free(unit_of_work& uow, const bytes_codec& bytes, std::size_t limit, long long now,
+                                   long long until, const std::string& token) {
     std::vector<long long> seq(limit), created(limit);
     std::vector<std::string> id(limit), topic(limit), key(limit), headers(limit), payload(limit);
     std::vector<soci::indicator> key_null(limit);
     std::vector<int> attempts(limit);
-    long long at = now, until = lease_end, n = static_cast<long long>(limit);
-    // One statement: the oldest due messages no earlier message of their key
-    // holds back, skipping what other relays hold locked, taken for this claim.
-    sql << "UPDATE idem_outbox SET attempts = attempts + 1, available_at = :until, claim = :token "
-           "WHERE seq IN (SELECT o.seq FROM idem_outbox o WHERE o.state = 0 AND o.available_at <= :now "
-           "AND (o.ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM idem_outbox e WHERE e.ordering_key = "
-           "o.ordering_key AND e.seq < o.seq AND e.state <> 1)) ORDER BY o.seq LIMIT :n" +
-               claim_clause(uow) + ") RETURNING seq, id, topic, ordering_key, " + bytes.column("headers") + ", " +
-               bytes.column("payload") + ", attempts, created_at",
-        soci::use(until, "until"), soci::use(token, "token"), soci::use(at, "now"), soci::use(n, "n"), soci::into(seq),
-        soci::into(id), soci::into(topic), soci::into(key, key_null), soci::into(headers), soci::into(payload),
-        soci::into(attempts), soci::into(created);
+    long long window = window_of(limit), n = static_cast<long long>(limit);
+    // Any `limit` free messages of the window would do (each goes on its own);
+    // read as the window streams, they are its first.
+    const std::string free =
+        "SELECT w.id FROM " + due_window(uow) + " WHERE w.ordering_key IS NULL OR NOT " + held_back + ") LIMIT :n";
+    uow.sql() << "UPDATE idem_outbox SET attempts = attempts + 1, available_at = :until, claim = :token WHERE " +
+                     by_id(uow, free) + " RETURNING seq, id, topic, ordering_key, " + bytes.column("headers") + ", " +
+                     bytes.column("payload") + ", attempts, created_at",
+        soci::use(until, "until"), soci::use(token, "token"), soci::use(now, "now"), soci::use(window, "window"),
+        soci::use(n, "n"), soci::into(seq), soci::into(id), soci::into(topic), soci::into(key, key_null),
+        soci::into(headers), soci::into(payload), soci::into(attempts), soci::into(created);
     std::vector<claimed_row> rows;
     rows.reserve(seq.size());
     for (std::size_t i = 0; i < seq.size(); ++i) {
@@ -195,26 +228,77 @@ std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_
         r.created_at = created[i];
         rows.push_back(std::move(r));
     }
+    return rows;
+}
+
+// The messages of the window that wait for an earlier message of their key
+// and will go on waiting: that key's first undelivered message is dead or
+// not due (backing off), or at least deep_queue messages are before it. They
+// are set aside until `until`, so later claims pass them by; settle() makes
+// the next message of a key due as soon as the one before is delivered, and
+// the lease's end is the latest they are looked at again. (One that waits
+// only for a message in flight, or a few, is free again soon: cheaper passed
+// over than written twice.) An earlier message no relay has claimed is
+// locked for share meanwhile, passing over one another transaction holds: a
+// settle that delivers it waits for this transaction, then sees what it set
+// aside; a message with no such one is left. Returns how many.
+std::size_t set_aside_held_back(unit_of_work& uow, std::size_t limit, long long now, long long until) {
+    constexpr int deep_queue = 8;
+    long long window = window_of(limit), stalled_at = now;
+    const std::string stalled =
+        "(SELECT CASE WHEN h.state = 2 OR (h.claim IS NULL AND h.available_at > :stalled_at) THEN 1 ELSE 0 END "
+        "FROM idem_outbox h WHERE h.ordering_key = w.ordering_key AND h.state <> 1 ORDER BY h.seq LIMIT 1) = 1";
+    const std::string deep =
+        "(SELECT COUNT(*) FROM (SELECT 1 FROM idem_outbox d WHERE d.ordering_key = w.ordering_key AND d.seq < w.seq "
+        "AND d.state <> 1 LIMIT " +
+        std::to_string(deep_queue) + ") q) = " + std::to_string(deep_queue);
+    const std::string held = "SELECT w.id FROM " + due_window(uow) + " WHERE w.ordering_key IS NOT NULL AND (" +
+                             stalled + " OR " + deep + ") AND " + held_back + " AND e.claim IS NULL" +
+                             std::string(uow.internals().dialect().share_clause()) + ")";
+    soci::statement st = (uow.sql().prepare << "UPDATE idem_outbox SET available_at = :until WHERE " + by_id(uow, held),
+                          soci::use(until, "until"), soci::use(now, "now"), soci::use(window, "window"),
+                          soci::use(stalled_at, "stalled_at"));
+    st.execute(true);
+    return static_cast<std::size_t>(st.get_affected_rows());
+}
+
+}  // namespace
+
+std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now, std::int64_t lease_end,
+                               const std::string& token) {
+    apply_queue_settings(uow);
+    const bytes_codec bytes(uow);
+    // A round looks at a window of due messages only and takes what nothing
+    // holds back. When that is less than a quarter of a batch (most of the
+    // window waits), what waits for an earlier message is set aside, and a
+    // window that gave nothing is followed by the next: a long queue behind
+    // one key costs a claim no more than a window, once. (Setting aside costs
+    // two writes a message; one that waits briefly is cheaper passed over.)
+    std::vector<claimed_row> rows;
+    do {
+        rows = take_free(uow, bytes, limit, now, lease_end, token);
+    } while (rows.size() * 4 < limit && set_aside_held_back(uow, limit, now, lease_end) > 0 && rows.empty());
     // RETURNING comes in no promised order.
     std::sort(rows.begin(), rows.end(), [](const claimed_row& a, const claimed_row& b) { return a.seq < b.seq; });
     return rows;
 }
 
-void settle(unit_of_work& uow, const std::string& token, std::int64_t first, std::int64_t last,
-            std::span<const unsettled> failed, std::int64_t now) {
+void settle(unit_of_work& uow, const std::string& token, std::int64_t lease_end, std::span<const unsettled> failed,
+            std::int64_t now, bool keyed) {
+    apply_queue_settings(uow);
     soci::session& sql = uow.sql();
     if (!failed.empty()) {
-        long long seq = 0, due = 0, done = now;
+        long long due = 0, done = now;
         int state = 0;
         soci::indicator done_null = soci::i_null;
-        std::string answer;
+        std::string id, answer;
         soci::statement st =
             (sql.prepare << "UPDATE idem_outbox SET state = :state, available_at = :due, last_answer = :answer, "
-                            "done_at = :done, claim = NULL WHERE seq = :seq AND claim = :token",
+                            "done_at = :done, claim = NULL WHERE id = :id AND state = 0 AND claim = :token",
              soci::use(state, "state"), soci::use(due, "due"), soci::use(answer, "answer"),
-             soci::use(done, done_null, "done"), soci::use(seq, "seq"), soci::use(token, "token"));
+             soci::use(done, done_null, "done"), soci::use(id, "id"), soci::use(token, "token"));
         for (const unsettled& f : failed) {
-            seq = f.seq;
+            id = f.id;
             state = f.kind == settle_kind::dead ? 2 : 0;
             done_null = f.kind == settle_kind::dead ? soci::i_ok : soci::i_null;
             due = f.available_at;
@@ -222,11 +306,30 @@ void settle(unit_of_work& uow, const std::string& token, std::int64_t first, std
             st.execute(true);
         }
     }
-    long long at = now, from = first, to = last;
-    // By the seq range the claim took: an index range, not a scan for the token.
+    long long at = now, until = lease_end;
+    // The rest of the claim: found through the due index by the lease's end,
+    // which all its messages share, not by a scan for the token.
     sql << "UPDATE idem_outbox SET state = 1, done_at = :at, claim = NULL, last_answer = NULL "
-           "WHERE seq BETWEEN :first AND :last AND claim = :token AND state = 0",
-        soci::use(at, "at"), soci::use(from, "first"), soci::use(to, "last"), soci::use(token, "token");
+           "WHERE state = 0 AND available_at = :until AND claim = :token",
+        soci::use(at, "at"), soci::use(until, "until"), soci::use(token, "token");
+    if (!keyed) return;
+    // The next message of each key delivered now (found through the rows
+    // delivered at this instant, and any other relay's of the same instant),
+    // when a claim set it aside waiting for it, is due now. Run after the
+    // UPDATE above: a claim that set a message aside held its predecessor for
+    // share, so that UPDATE waited for it and this statement sees what it did.
+    // The UPDATE checks again that nothing claimed it meanwhile (naming no
+    // state, so that it finds the row by id: see by_id).
+    long long due = now, later = now, delivered_at = now, set_aside = now;
+    const std::string next =
+        "SELECT (SELECT CASE WHEN e.state = 0 AND e.claim IS NULL AND e.available_at > :set_aside THEN e.id END "
+        "FROM idem_outbox e WHERE e.ordering_key = d.ordering_key AND e.seq > d.seq AND e.state <> 1 "
+        "ORDER BY e.seq LIMIT 1) FROM idem_outbox d WHERE d.state = 1 AND d.done_at = :delivered "
+        "AND d.ordering_key IS NOT NULL";
+    sql << "UPDATE idem_outbox SET available_at = :due WHERE " + by_id(uow, next) +
+               " AND claim IS NULL AND available_at > :later",
+        soci::use(due, "due"), soci::use(set_aside, "set_aside"), soci::use(delivered_at, "delivered"),
+        soci::use(later, "later");
 }
 
 std::size_t requeue(unit_of_work& uow, const std::optional<std::string>& id, std::int64_t now) {
@@ -247,6 +350,7 @@ std::size_t requeue(unit_of_work& uow, const std::optional<std::string>& id, std
 }
 
 totals count(unit_of_work& uow) {
+    apply_queue_settings(uow);
     soci::session& sql = uow.sql();
     long long pending = 0, dead = 0, oldest = 0;
     soci::indicator oldest_null = soci::i_null;
@@ -260,13 +364,15 @@ totals count(unit_of_work& uow) {
 }
 
 std::size_t purge(unit_of_work& uow, std::size_t limit, std::int64_t delivered_before) {
+    apply_queue_settings(uow);
     soci::session& sql = uow.sql();
     long long before = delivered_before, n = static_cast<long long>(limit);
-    soci::statement st =
-        (sql.prepare << "DELETE FROM idem_outbox WHERE seq IN (SELECT seq FROM idem_outbox WHERE state = 1 "
-                        "AND done_at <= :before ORDER BY done_at LIMIT :n" +
-                            claim_clause(uow) + ")",
-         soci::use(before, "before"), soci::use(n, "n"));
+    // Taken through the delivered rows' index, deleted by id.
+    const std::string oldest =
+        "SELECT id FROM idem_outbox WHERE state = 1 AND done_at <= :before ORDER BY done_at LIMIT :n" +
+        claim_clause(uow);
+    soci::statement st = (sql.prepare << "DELETE FROM idem_outbox WHERE " + by_id(uow, oldest),
+                          soci::use(before, "before"), soci::use(n, "n"));
     st.execute(true);
     return static_cast<std::size_t>(st.get_affected_rows());
 }
