@@ -231,18 +231,19 @@ std::vector<claimed_row> take_free(unit_of_work& uow, const bytes_codec& bytes, 
     return rows;
 }
 
-// The messages of the window that wait for an earlier message of their key
-// and will go on waiting: that key's first undelivered message is dead or
-// not due (backing off), or at least deep_queue messages are before it. They
-// are set aside until `until`, so later claims pass them by; settle() makes
-// the next message of a key due as soon as the one before is delivered, and
-// the lease's end is the latest they are looked at again. (One that waits
-// only for a message in flight, or a few, is free again soon: cheaper passed
-// over than written twice.) An earlier message no relay has claimed is
-// locked for share meanwhile, passing over one another transaction holds: a
-// settle that delivers it waits for this transaction, then sees what it set
-// aside; a message with no such one is left. Returns how many.
-std::size_t set_aside_held_back(unit_of_work& uow, std::size_t limit, long long now, long long until) {
+// Sets aside messages of the window that wait for an earlier message of their
+// key, until `until`, so that later claims pass them by: settle() makes the
+// next message of a key due as soon as the one before is delivered, and the
+// lease's end is the latest they are looked at again. With `everything`, all
+// of them (the window gave nothing: it must move on); otherwise only those
+// that will go on waiting: their key's first undelivered message is dead or
+// backing off, or deep_queue messages or more are before them (one that waits
+// for a message in flight, or a few, is free again soon: cheaper passed over
+// than written twice). Each one's predecessor is locked for share meanwhile,
+// passing over one another transaction holds (a message behind it is left):
+// a settle that delivers it waits for this transaction, then sees what it set
+// aside. Returns how many.
+std::size_t set_aside_held_back(unit_of_work& uow, std::size_t limit, long long now, long long until, bool everything) {
     constexpr int deep_queue = 8;
     long long window = window_of(limit), stalled_at = now;
     const std::string stalled =
@@ -252,9 +253,12 @@ std::size_t set_aside_held_back(unit_of_work& uow, std::size_t limit, long long 
         "(SELECT COUNT(*) FROM (SELECT 1 FROM idem_outbox d WHERE d.ordering_key = w.ordering_key AND d.seq < w.seq "
         "AND d.state <> 1 LIMIT " +
         std::to_string(deep_queue) + ") q) = " + std::to_string(deep_queue);
+    const std::string predecessor_held =
+        "EXISTS (SELECT 1 FROM idem_outbox p WHERE p.ordering_key = w.ordering_key AND p.seq < w.seq AND p.state <> 1 "
+        "ORDER BY p.seq DESC LIMIT 1" +
+        std::string(uow.internals().dialect().share_clause()) + ")";
     const std::string held = "SELECT w.id FROM " + due_window(uow) + " WHERE w.ordering_key IS NOT NULL AND (" +
-                             stalled + " OR " + deep + ") AND " + held_back + " AND e.claim IS NULL" +
-                             std::string(uow.internals().dialect().share_clause()) + ")";
+                             (everything ? "1 = 1 OR " : "") + stalled + " OR " + deep + ") AND " + predecessor_held;
     soci::statement st = (uow.sql().prepare << "UPDATE idem_outbox SET available_at = :until WHERE " + by_id(uow, held),
                           soci::use(until, "until"), soci::use(now, "now"), soci::use(window, "window"),
                           soci::use(stalled_at, "stalled_at"));
@@ -270,14 +274,16 @@ std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_
     const bytes_codec bytes(uow);
     // A round looks at a window of due messages only and takes what nothing
     // holds back. When that is less than a quarter of a batch (most of the
-    // window waits), what waits for an earlier message is set aside, and a
-    // window that gave nothing is followed by the next: a long queue behind
-    // one key costs a claim no more than a window, once. (Setting aside costs
-    // two writes a message; one that waits briefly is cheaper passed over.)
+    // window waits), what will go on waiting is set aside; when it is nothing,
+    // everything that waits, and the next window is looked at: a long queue
+    // behind one key costs a claim no more than a window, once, and messages
+    // that came due before the one they wait for (it failed, or was claimed
+    // by a relay that died) never hide it.
     std::vector<claimed_row> rows;
     do {
         rows = take_free(uow, bytes, limit, now, lease_end, token);
-    } while (rows.size() * 4 < limit && set_aside_held_back(uow, limit, now, lease_end) > 0 && rows.empty());
+    } while (rows.size() * 4 < limit && set_aside_held_back(uow, limit, now, lease_end, rows.empty()) > 0 &&
+             rows.empty());
     // RETURNING comes in no promised order.
     std::sort(rows.begin(), rows.end(), [](const claimed_row& a, const claimed_row& b) { return a.seq < b.seq; });
     return rows;

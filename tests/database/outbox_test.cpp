@@ -366,6 +366,38 @@ TEST_CASE("relay: messages behind a dead letter are set aside, so other keys go 
     }
 }
 
+TEST_CASE("relay: messages that came due before the one they wait for (its relay died) do not hide it") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        db.transact([&](idem::unit_of_work& uow) {
+            for (int i = 0; i < 6; ++i)
+                for (int k = 0; k < 5; ++k)
+                    (void)uow.publish(
+                        {.topic = "t", .payload = std::to_string(i), .ordering_key = "k" + std::to_string(k)});
+        });
+        // A relay claims the first of each key and dies; its lease ended just after the others came due: in the
+        // order messages come due, the 25 waiting ones come first, more than a window of the relay below (16).
+        const std::int64_t now = idem::detail::outbox_table::now_ms();
+        const auto claimed = db.transact([&](idem::unit_of_work& uow) {
+            return idem::detail::outbox_table::claim(uow, 5, now, now + 3600000, "killed-relay");
+        });
+        REQUIRE(claimed.size() == 5);
+        db.transact([&](idem::unit_of_work& uow) {
+            uow.sql() << "UPDATE idem_outbox SET available_at = created_at + 1 WHERE claim = 'killed-relay'";
+        });
+        while (idem::detail::outbox_table::now_ms() <= claimed[0].created_at + 1) std::this_thread::sleep_for(1ms);
+        recorder got;
+        idem::outbox_relay relay(db, got.sink(), quick({.batch = 4, .lease = 1h}));
+        drain(relay);
+        const auto seen = got.all();
+        CHECK(seen.size() == 30);
+        std::map<std::string, int> next;
+        for (const auto& m : seen) CHECK(std::stoi(m.payload) == next[*m.ordering_key]++);
+        CHECK(relay.metrics().pending == 0);
+    }
+}
+
 TEST_CASE("relay: a claim that is never settled (its relay died) comes due when its lease ends") {
     for (const auto& where : places()) {
         CAPTURE(where->url());
