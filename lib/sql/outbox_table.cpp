@@ -169,25 +169,6 @@ void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) 
 
 namespace {
 
-// How many due messages one round of a claim looks at, for a batch of `limit`:
-// enough that messages waiting for another relay's batch do not hide those behind them.
-long long window_of(std::size_t limit) {
-    return static_cast<long long>(limit) * 4;
-}
-
-// The first :window due messages, in the order they came due, locked
-// (passing over what other relays hold): what one round of a claim looks at.
-// Read through the due index, it stops there, whatever waits behind.
-std::string due_window(unit_of_work& uow) {
-    return "(SELECT o.id, o.seq, o.ordering_key FROM idem_outbox o WHERE o.state = 0 AND o.available_at <= :now "
-           "ORDER BY o.available_at, o.seq LIMIT :window" +
-           claim_clause(uow) + ") w";
-}
-
-// Whether an earlier message of w's key is undelivered (pending, claimed, backing off or dead).
-constexpr const char* held_back =
-    "EXISTS (SELECT 1 FROM idem_outbox e WHERE e.ordering_key = w.ordering_key AND e.seq < w.seq AND e.state <> 1";
-
 // Rows are updated by id, found through the primary key: a statement that
 // names no state can be read through no partial index, whatever the
 // statistics say (the rows were locked in the state the subquery read).
@@ -195,25 +176,29 @@ std::string by_id(unit_of_work& uow, const std::string& subquery) {
     return uow.internals().dialect().among("id", subquery);
 }
 
-// The first `limit` messages of the window that nothing holds back, taken for
-// `token` until `until`.
+// The first `limit` due messages, in the order they came due, that no
+// earlier undelivered message of their key (pending, claimed, backing off or
+// dead) holds back, taken for `token` until `until`. Read through the due
+// index, skipping what other relays hold locked, the scan stops as soon as it
+// has them; it never reads what is claimed, backing off or set aside.
 std::vector<claimed_row> take_free(unit_of_work& uow, const bytes_codec& bytes, std::size_t limit, long long now,
                                    long long until, const std::string& token) {
     std::vector<long long> seq(limit), created(limit);
     std::vector<std::string> id(limit), topic(limit), key(limit), headers(limit), payload(limit);
     std::vector<soci::indicator> key_null(limit);
     std::vector<int> attempts(limit);
-    long long window = window_of(limit), n = static_cast<long long>(limit);
-    // Any `limit` free messages of the window would do (each goes on its own);
-    // read as the window streams, they are its first.
+    long long n = static_cast<long long>(limit);
     const std::string free =
-        "SELECT w.id FROM " + due_window(uow) + " WHERE w.ordering_key IS NULL OR NOT " + held_back + ") LIMIT :n";
+        "SELECT o.id FROM idem_outbox o WHERE o.state = 0 AND o.available_at <= :now AND (o.ordering_key IS NULL "
+        "OR NOT EXISTS (SELECT 1 FROM idem_outbox e WHERE e.ordering_key = o.ordering_key AND e.seq < o.seq "
+        "AND e.state <> 1)) ORDER BY o.available_at, o.seq LIMIT :n" +
+        claim_clause(uow);
     uow.sql() << "UPDATE idem_outbox SET attempts = attempts + 1, available_at = :until, claim = :token WHERE " +
                      by_id(uow, free) + " RETURNING seq, id, topic, ordering_key, " + bytes.column("headers") + ", " +
                      bytes.column("payload") + ", attempts, created_at",
-        soci::use(until, "until"), soci::use(token, "token"), soci::use(now, "now"), soci::use(window, "window"),
-        soci::use(n, "n"), soci::into(seq), soci::into(id), soci::into(topic), soci::into(key, key_null),
-        soci::into(headers), soci::into(payload), soci::into(attempts), soci::into(created);
+        soci::use(until, "until"), soci::use(token, "token"), soci::use(now, "now"), soci::use(n, "n"), soci::into(seq),
+        soci::into(id), soci::into(topic), soci::into(key, key_null), soci::into(headers), soci::into(payload),
+        soci::into(attempts), soci::into(created);
     std::vector<claimed_row> rows;
     rows.reserve(seq.size());
     for (std::size_t i = 0; i < seq.size(); ++i) {
@@ -231,21 +216,20 @@ std::vector<claimed_row> take_free(unit_of_work& uow, const bytes_codec& bytes, 
     return rows;
 }
 
-// Sets aside messages of the window that wait for an earlier message of their
-// key, until `until`, so that later claims pass them by: settle() makes the
+// Messages that will go on waiting for an earlier message of their key are
+// set aside until `until`, so that claims no longer read past them: those
+// whose key's first undelivered message is dead or backing off, and those
+// with deep_queue messages or more before them (a key's long queue). Among
+// the first 16 batches of due messages, one window a time. settle() makes the
 // next message of a key due as soon as the one before is delivered, and the
-// lease's end is the latest they are looked at again. With `everything`, all
-// of them (the window gave nothing: it must move on); otherwise only those
-// that will go on waiting: their key's first undelivered message is dead or
-// backing off, or deep_queue messages or more are before them (one that waits
-// for a message in flight, or a few, is free again soon: cheaper passed over
-// than written twice). Each one's predecessor is locked for share meanwhile,
-// passing over one another transaction holds (a message behind it is left):
-// a settle that delivers it waits for this transaction, then sees what it set
-// aside. Returns how many.
-std::size_t set_aside_held_back(unit_of_work& uow, std::size_t limit, long long now, long long until, bool everything) {
-    constexpr int deep_queue = 8;
-    long long window = window_of(limit), stalled_at = now;
+// lease's end is the latest they are looked at again. One right behind a
+// message in flight is never set aside (it is free as soon as that one is
+// delivered), nor one whose predecessor another transaction holds; the
+// predecessor is held for share meanwhile, so a settle that delivers it waits
+// for this transaction, then sees what it set aside. Returns how many.
+std::size_t set_aside_waiting(unit_of_work& uow, std::size_t limit, long long now, long long until) {
+    constexpr int deep_queue = 64;
+    long long window = static_cast<long long>(limit) * 16, stalled_at = now, in_flight_at = now;
     const std::string stalled =
         "(SELECT CASE WHEN h.state = 2 OR (h.claim IS NULL AND h.available_at > :stalled_at) THEN 1 ELSE 0 END "
         "FROM idem_outbox h WHERE h.ordering_key = w.ordering_key AND h.state <> 1 ORDER BY h.seq LIMIT 1) = 1";
@@ -254,14 +238,18 @@ std::size_t set_aside_held_back(unit_of_work& uow, std::size_t limit, long long 
         "AND d.state <> 1 LIMIT " +
         std::to_string(deep_queue) + ") q) = " + std::to_string(deep_queue);
     const std::string predecessor_held =
-        "EXISTS (SELECT 1 FROM idem_outbox p WHERE p.ordering_key = w.ordering_key AND p.seq < w.seq AND p.state <> 1 "
-        "ORDER BY p.seq DESC LIMIT 1" +
-        std::string(uow.internals().dialect().share_clause()) + ")";
-    const std::string held = "SELECT w.id FROM " + due_window(uow) + " WHERE w.ordering_key IS NOT NULL AND (" +
-                             (everything ? "1 = 1 OR " : "") + stalled + " OR " + deep + ") AND " + predecessor_held;
-    soci::statement st = (uow.sql().prepare << "UPDATE idem_outbox SET available_at = :until WHERE " + by_id(uow, held),
-                          soci::use(until, "until"), soci::use(now, "now"), soci::use(window, "window"),
-                          soci::use(stalled_at, "stalled_at"));
+        "(SELECT CASE WHEN p.claim IS NULL OR p.available_at <= :in_flight_at THEN 1 ELSE 0 END FROM idem_outbox p "
+        "WHERE p.ordering_key = w.ordering_key AND p.seq < w.seq AND p.state <> 1 ORDER BY p.seq DESC LIMIT 1" +
+        std::string(uow.internals().dialect().share_clause()) + ") = 1";
+    const std::string waiting =
+        "SELECT w.id FROM (SELECT o.id, o.seq, o.ordering_key FROM idem_outbox o WHERE o.state = 0 AND "
+        "o.available_at <= :now ORDER BY o.available_at, o.seq LIMIT :window" +
+        claim_clause(uow) + ") w WHERE w.ordering_key IS NOT NULL AND (" + stalled + " OR " + deep + ") AND " +
+        predecessor_held;
+    soci::statement st =
+        (uow.sql().prepare << "UPDATE idem_outbox SET available_at = :until WHERE " + by_id(uow, waiting),
+         soci::use(until, "until"), soci::use(now, "now"), soci::use(window, "window"),
+         soci::use(stalled_at, "stalled_at"), soci::use(in_flight_at, "in_flight_at"));
     st.execute(true);
     return static_cast<std::size_t>(st.get_affected_rows());
 }
@@ -271,19 +259,10 @@ std::size_t set_aside_held_back(unit_of_work& uow, std::size_t limit, long long 
 std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now, std::int64_t lease_end,
                                const std::string& token) {
     apply_queue_settings(uow);
-    const bytes_codec bytes(uow);
-    // A round looks at a window of due messages only and takes what nothing
-    // holds back. When that is less than a quarter of a batch (most of the
-    // window waits), what will go on waiting is set aside; when it is nothing,
-    // everything that waits, and the next window is looked at: a long queue
-    // behind one key costs a claim no more than a window, once, and messages
-    // that came due before the one they wait for (it failed, or was claimed
-    // by a relay that died) never hide it.
-    std::vector<claimed_row> rows;
-    do {
-        rows = take_free(uow, bytes, limit, now, lease_end, token);
-    } while (rows.size() * 4 < limit && set_aside_held_back(uow, limit, now, lease_end, rows.empty()) > 0 &&
-             rows.empty());
+    std::vector<claimed_row> rows = take_free(uow, bytes_codec(uow), limit, now, lease_end, token);
+    // Less than a quarter of a batch: messages that wait may be what the
+    // scan read most (a key's long queue, the messages behind a dead letter).
+    if (rows.size() * 4 < limit) (void)set_aside_waiting(uow, limit, now, lease_end);
     // RETURNING comes in no promised order.
     std::sort(rows.begin(), rows.end(), [](const claimed_row& a, const claimed_row& b) { return a.seq < b.seq; });
     return rows;

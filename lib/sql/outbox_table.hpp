@@ -44,9 +44,10 @@ struct claimed_row {
 
 // Takes up to `limit` due messages for `token` until `lease_end`, in the
 // order they came due, none whose ordering key has an earlier undelivered
-// message (so at most one of a key): their attempts go up by one. Messages an
-// earlier one holds back are set aside until `lease_end` (settle() makes the
-// next of a key due as soon as the one before is delivered).
+// message (so at most one of a key): their attempts go up by one. When it
+// finds few, messages that will go on waiting (deep in a key's queue, behind
+// a dead letter) are set aside until `lease_end`; settle() makes the next of
+// a key due as soon as the one before is delivered.
 [[nodiscard]] IDEM_API std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now,
                                                       std::int64_t lease_end, const std::string& token);
 
