@@ -193,9 +193,12 @@ std::vector<claimed_row> take_free(unit_of_work& uow, const bytes_codec& bytes, 
         "OR NOT EXISTS (SELECT 1 FROM idem_outbox e WHERE e.ordering_key = o.ordering_key AND e.seq < o.seq "
         "AND e.state <> 1)) ORDER BY o.available_at, o.seq LIMIT :n" +
         claim_clause(uow);
+    // The 64-bit columns CAST: SOCI reads a column SQLite declares INTEGER as
+    // 32 bits into a vector (milliseconds since the epoch were cut short).
     uow.sql() << "UPDATE idem_outbox SET attempts = attempts + 1, available_at = :until, claim = :token WHERE " +
-                     by_id(uow, free) + " RETURNING seq, id, topic, ordering_key, " + bytes.column("headers") + ", " +
-                     bytes.column("payload") + ", attempts, created_at",
+                     by_id(uow, free) + " RETURNING CAST(seq AS BIGINT), id, topic, ordering_key, " +
+                     bytes.column("headers") + ", " + bytes.column("payload") +
+                     ", attempts, CAST(created_at AS BIGINT)",
         soci::use(until, "until"), soci::use(token, "token"), soci::use(now, "now"), soci::use(n, "n"), soci::into(seq),
         soci::into(id), soci::into(topic), soci::into(key, key_null), soci::into(headers), soci::into(payload),
         soci::into(attempts), soci::into(created);

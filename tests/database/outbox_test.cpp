@@ -82,6 +82,7 @@ TEST_CASE("publish: the row is written in the transaction; bytes survive the tri
         const std::vector<idem::message_header> headers = {{"content-type", "application/octet-stream"},
                                                            {std::string("x-\0bin", 6), "\xff\x00\x01"}};
         std::string id;
+        const auto before = std::chrono::system_clock::now() - 1ms;
         db.transact([&](idem::unit_of_work& uow) {
             move(uow, 5);
             id = uow.publish(
@@ -90,6 +91,9 @@ TEST_CASE("publish: the row is written in the transaction; bytes survive the tri
         });
         CHECK(id.size() == 36);
         CHECK(outbox_rows(db) == 1);
+        const idem::outbox_metrics backlog = idem::outbox_backlog(db);
+        CHECK(backlog.pending == 1);
+        CHECK(backlog.lag <= std::chrono::system_clock::now() - before);
         recorder got;
         idem::outbox_relay relay(db, got.sink(), quick());
         CHECK(relay.run_once() == 1);
@@ -101,6 +105,8 @@ TEST_CASE("publish: the row is written in the transaction; bytes survive the tri
         CHECK(seen[0].payload == payload);
         CHECK(seen[0].headers == headers);
         CHECK(seen[0].attempt == 1);
+        CHECK(seen[0].published_at >= before);  // when it was written, to the millisecond
+        CHECK(seen[0].published_at <= std::chrono::system_clock::now());
         CHECK(relay.run_once() == 0);  // delivered once, not again
         CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE state = 1") == 1);
     }
