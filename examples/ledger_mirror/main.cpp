@@ -46,6 +46,41 @@ void send_unavailable(httplib::Response& res) {
     res.set_content(R"({"error":"the mirror's database is unavailable; deliver again"})", "application/json");
 }
 
+// readme:begin mirror-receiver
+// What `idem relay` sends (idem::http::webhook_sink): signed with the
+// timestamped scheme under any of `secrets`, its message id in a header.
+idem::webhook::receiver events_from_the_relay(idem::database& db, const std::vector<std::string>& secrets) {
+    return {db.executor(),
+            {.provider = "payments",
+             .scheme = idem::webhook::timestamped_signature{},
+             .secrets = secrets,
+             .identify = idem::webhook::id_from_header("Idem-Message-Id", idem::scope::global())}};
+}
+// readme:end mirror-receiver
+
+// readme:begin mirror-handle
+// One delivery of `idem relay`: its signature verified, its message id
+// recorded in the same transaction as what the event does to the books, so a
+// redelivery (the relay could not tell it arrived) applies nothing again.
+void receive(idem::webhook::receiver& events, idem::database& db, const httplib::Request& req, httplib::Response& res) {
+    idem::webhook::delivery d{.body = req.body};
+    for (const auto& [name, value] : req.headers) d.headers.emplace_back(name, value);
+    const std::string topic = req.get_header_value("Idem-Topic");
+    const std::string account = req.get_header_value("Idem-Ordering-Key");
+    try {
+        const idem::webhook::answer a =
+            events.handle(db, d, [&](idem::unit_of_work& uow, const idem::webhook::event& e) {
+                return ledger_mirror::apply(uow, e.id, topic, account, e.body);
+            });
+        if (a.retry_after > 0) res.set_header("Retry-After", std::to_string(a.retry_after));
+        res.status = a.status;  // 200 applied or a duplicate; 5xx: the relay delivers it again later
+        res.set_content(a.body, "application/json");
+    } catch (const idem::error&) {
+        send_unavailable(res);  // rolled back or in doubt: the relay delivers it again
+    }
+}
+// readme:end mirror-handle
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,31 +111,13 @@ int main(int argc, char** argv) {
         idem::database db = idem::database::open(f.db, {.pool_size = static_cast<std::size_t>(f.threads)});
         db.migrate();
         ledger_mirror::create_schema(db);
-        idem::webhook::receiver payments_events(
-            db.executor(), {.provider = "payments",
-                            .scheme = idem::webhook::timestamped_signature{},
-                            .secrets = f.secrets,
-                            .identify = idem::webhook::id_from_header("Idem-Message-Id", idem::scope::global())});
+        idem::webhook::receiver payments_events = events_from_the_relay(db, f.secrets);
 
         httplib::Server server;
         const auto threads = static_cast<std::size_t>(f.threads);
         server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
         server.Post("/events", [&](const httplib::Request& req, httplib::Response& res) {
-            idem::webhook::delivery d{.body = req.body};
-            for (const auto& [name, value] : req.headers) d.headers.emplace_back(name, value);
-            const std::string topic = req.get_header_value("Idem-Topic");
-            const std::string account = req.get_header_value("Idem-Ordering-Key");
-            try {
-                const idem::webhook::answer a =
-                    payments_events.handle(db, d, [&](idem::unit_of_work& uow, const idem::webhook::event& e) {
-                        return ledger_mirror::apply(uow, e.id, topic, account, e.body);
-                    });
-                if (a.retry_after > 0) res.set_header("Retry-After", std::to_string(a.retry_after));
-                res.status = a.status;
-                res.set_content(a.body, "application/json");
-            } catch (const idem::error&) {
-                send_unavailable(res);  // rolled back or in doubt: the relay delivers again
-            }
+            receive(payments_events, db, req, res);
         });
         server.Get(R"(/accounts/([A-Za-z0-9_.-]{1,64}))", [&](const httplib::Request& req, httplib::Response& res) {
             const std::string id = req.matches[1];
