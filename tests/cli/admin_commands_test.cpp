@@ -32,7 +32,9 @@ TEST_CASE("migrate applies the schema once; a second run applies nothing and sti
     workspace w;
     auto r = w.idem({"migrate", "--db", "sqlite:" + w.db});
     CHECK(r.exit_code == 0);
-    CHECK(r.out == "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied 0004_steps\n");
+    CHECK(r.out ==
+          "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied 0004_steps\napplied "
+          "0005_completer\n");
     CHECK(w.rows() == 0);
 
     r = w.idem({"migrate", "--db", w.db});
@@ -50,7 +52,8 @@ TEST_CASE("--db accepts sqlite:PATH, sqlite:///PATH and paths ending in .db, .sq
         const auto r = w.idem({"migrate", "--db", url});
         CHECK(r.exit_code == 0);
         CHECK(r.out ==
-              "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied 0004_steps\n");
+              "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied "
+              "0004_steps\napplied 0005_completer\n");
     }
     CHECK(std::filesystem::exists(base / "a"));
     CHECK(std::filesystem::exists(base / "b.data"));
