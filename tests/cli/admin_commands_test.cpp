@@ -255,7 +255,7 @@ TEST_CASE("inspect: an unknown record exits 3 with a clear message") {
     auto r = w.idem({"inspect", "--db", w.db, "--key-hash", digest_hex(k)});
     CHECK(r.exit_code == 3);
     CHECK(r.out.empty());
-    CHECK(contains(r.err, "no record with key hash " + k.key_hash()));
+    CHECK(contains(r.err, "no record or operation with key hash " + k.key_hash()));
     r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--tenant", "acme", "--key", "never-0"});
     CHECK(r.exit_code == 3);
 }
