@@ -27,6 +27,55 @@ operation_phase phase_of(int state, bool compensating) {
     return compensating ? operation_phase::compensating : operation_phase::running;
 }
 
+// The columns every read of operations takes, bound to a statement, and the
+// operation_state they make.
+struct operation_row {
+    std::string record_id, name_space, input, result, last_error;
+    long long fence = 0, point = 0, from = 0, completions = 0, expires = 0, updated = 0, now = 0;
+    int stored = 0;
+    soci::indicator from_null = soci::i_ok, input_null = soci::i_ok, result_null = soci::i_ok, error_null = soci::i_ok;
+
+    static std::string columns(soci::session& sql) {
+        return "record_id, namespace, state, fence, recovery_point, compensate_from, completions, expires_at, "
+               "updated_at, " +
+               std::string(dialect_of(sql).clock_ms()) + ", input, result, last_error";
+    }
+
+    void bind(soci::statement& st) {
+        st.exchange(soci::into(record_id));
+        st.exchange(soci::into(name_space));
+        st.exchange(soci::into(stored));
+        st.exchange(soci::into(fence));
+        st.exchange(soci::into(point));
+        st.exchange(soci::into(from, from_null));
+        st.exchange(soci::into(completions));
+        st.exchange(soci::into(expires));
+        st.exchange(soci::into(updated));
+        st.exchange(soci::into(now));
+        st.exchange(soci::into(input, input_null));
+        st.exchange(soci::into(result, result_null));
+        st.exchange(soci::into(last_error, error_null));
+    }
+
+    [[nodiscard]] operation_state state() const {
+        operation_state s;
+        s.record_id = record_id;
+        s.name_space = name_space;
+        s.phase = phase_of(stored, from_null == soci::i_ok);
+        s.fence = fence;
+        s.recovery_point = static_cast<std::size_t>(point);
+        s.completions = static_cast<int>(completions);
+        if (from_null == soci::i_ok) s.compensate_from = static_cast<std::size_t>(from);
+        s.expires_at = at_ms(expires);
+        s.updated_at = at_ms(updated);
+        s.now = at_ms(now);
+        s.input_bytes = input_null == soci::i_ok ? input.size() / 2 : 0;
+        if (result_null == soci::i_ok) s.result = from_hex(result);
+        if (error_null == soci::i_ok) s.last_error = last_error;
+        return s;
+    }
+};
+
 // What the operation's row ends with to hold it until COMMIT (" FOR UPDATE"; nothing on SQLite).
 std::string lock(soci::session& sql) {
     return std::string(dialect_of(sql).lock_clause());
@@ -63,31 +112,15 @@ bool exists(soci::session& sql) {
 }
 
 std::optional<operation_state> read(soci::session& sql, const std::string& record_id) {
-    operation_state s;
-    std::string input, result, last_error;
-    soci::indicator input_null = soci::i_ok, result_null = soci::i_ok, error_null = soci::i_ok,
-                    compensate_null = soci::i_ok;
-    long long fence = 0, point = 0, from = 0, completions = 0, expires = 0, updated = 0, now = 0;
-    int state = 0;
-    sql << "SELECT namespace, fence, recovery_point, state, compensate_from, completions, expires_at, updated_at, " +
-               clock(sql) + ", input, result, last_error FROM idem_operations WHERE record_id = :id",
-        soci::into(s.name_space), soci::into(fence), soci::into(point), soci::into(state),
-        soci::into(from, compensate_null), soci::into(completions), soci::into(expires), soci::into(updated),
-        soci::into(now), soci::into(input, input_null), soci::into(result, result_null),
-        soci::into(last_error, error_null), soci::use(record_id);
-    if (!sql.got_data()) return std::nullopt;
-    s.record_id = record_id;
-    s.phase = phase_of(state, compensate_null == soci::i_ok);
-    s.fence = fence;
-    s.recovery_point = static_cast<std::size_t>(point);
-    s.completions = static_cast<int>(completions);
-    if (compensate_null == soci::i_ok) s.compensate_from = static_cast<std::size_t>(from);
-    s.expires_at = at_ms(expires);
-    s.updated_at = at_ms(updated);
-    s.now = at_ms(now);
-    s.input_bytes = input_null == soci::i_ok ? input.size() / 2 : 0;
-    if (result_null == soci::i_ok) s.result = from_hex(result);
-    if (error_null == soci::i_ok) s.last_error = std::move(last_error);
+    operation_row row;
+    soci::statement st(sql);
+    row.bind(st);
+    st.exchange(soci::use(record_id));
+    st.alloc();
+    st.prepare("SELECT " + operation_row::columns(sql) + " FROM idem_operations WHERE record_id = :id");
+    st.define_and_bind();
+    if (!st.execute(true)) return std::nullopt;
+    operation_state s = row.state();
 
     long long index = 0, step_updated = 0;
     int kind = 0, stored = 0, attempts = 0;
@@ -116,37 +149,20 @@ std::optional<operation_state> read(soci::session& sql, const std::string& recor
 std::vector<operation_state> unfinished(soci::session& sql, std::string_view name_space, std::size_t limit) {
     const std::string ns(name_space);
     const long long n = static_cast<long long>(limit);
-    operation_state s;
-    long long fence = 0, point = 0, from = 0, completions = 0, expires = 0, updated = 0, now = 0, input = 0;
-    soci::indicator compensate_null = soci::i_ok, error_null = soci::i_ok, input_null = soci::i_ok;
-    std::string last_error;
+    operation_row row;
+    soci::statement st(sql);
+    row.bind(st);
+    st.exchange(soci::use(ns, "ns"));
+    st.exchange(soci::use(ns, "ns2"));
+    st.exchange(soci::use(n, "n"));
+    st.alloc();
     // Through the (state, expires_at) index, as the completer finds them.
-    soci::statement st =
-        (sql.prepare << "SELECT record_id, namespace, fence, recovery_point, compensate_from, completions, "
-                        "expires_at, updated_at, " +
-                            clock(sql) +
-                            ", LENGTH(input), last_error FROM idem_operations WHERE state = 0 AND (:ns = '' OR "
-                            "namespace = :ns2) ORDER BY expires_at LIMIT :n",
-         soci::into(s.record_id), soci::into(s.name_space), soci::into(fence), soci::into(point),
-         soci::into(from, compensate_null), soci::into(completions), soci::into(expires), soci::into(updated),
-         soci::into(now), soci::into(input, input_null), soci::into(last_error, error_null), soci::use(ns, "ns"),
-         soci::use(ns, "ns2"), soci::use(n, "n"));
+    st.prepare("SELECT " + operation_row::columns(sql) +
+               " FROM idem_operations WHERE state = 0 AND (:ns = '' OR namespace = :ns2) ORDER BY expires_at LIMIT :n");
+    st.define_and_bind();
     st.execute();
     std::vector<operation_state> found;
-    while (st.fetch()) {
-        operation_state row = s;
-        row.phase = phase_of(0, compensate_null == soci::i_ok);
-        row.fence = fence;
-        row.recovery_point = static_cast<std::size_t>(point);
-        row.completions = static_cast<int>(completions);
-        if (compensate_null == soci::i_ok) row.compensate_from = static_cast<std::size_t>(from);
-        row.expires_at = at_ms(expires);
-        row.updated_at = at_ms(updated);
-        row.now = at_ms(now);
-        row.input_bytes = input_null == soci::i_ok ? static_cast<std::size_t>(input) / 2 : 0;
-        row.last_error = error_null == soci::i_ok ? last_error : std::string();
-        found.push_back(std::move(row));
-    }
+    while (st.fetch()) found.push_back(row.state());
     return found;
 }
 

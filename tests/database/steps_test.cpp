@@ -21,6 +21,7 @@
 #ifdef IDEM_TEST_POSTGRESQL
 #include "idem/postgresql_store.hpp"
 #include "postgres_server.hpp"
+#include "slow_commit.hpp"
 #include "tcp_proxy.hpp"
 #endif
 
@@ -485,37 +486,11 @@ TEST_CASE("steps: the operation docs/steps.md shows") {
 
 #ifdef IDEM_TEST_POSTGRESQL
 
-namespace {
-
-// A COMMIT of a step that writes `effects` waits in a deferred trigger, so that a
-// test can break the connection while the server commits (or end the backend, so
-// that it rolls back).
-void slow_commits(idem::database& db) {
-    db.transact([](idem::unit_of_work& uow) {
-        uow.sql() << "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                     "PERFORM pg_sleep(1); RETURN NULL; END $$";
-        uow.sql() << "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON effects DEFERRABLE INITIALLY DEFERRED "
-                     "FOR EACH ROW EXECUTE FUNCTION slow_commit()";
-    });
-}
-
-void wait_for_commit(soci::session& admin) {
-    for (int i = 0; i < 500; ++i) {
-        int sleeping = 0;
-        admin << "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'", soci::into(sleeping);
-        if (sleeping == 1) return;
-        std::this_thread::sleep_for(10ms);
-    }
-    FAIL("no COMMIT reached the trigger");
-}
-
-}  // namespace
-
 TEST_CASE("steps (PostgreSQL): a step whose COMMIT went unanswered is read back before anything runs again") {
     idem::test::postgres_server server;
     idem::test::tcp_proxy proxy(server.port());
     idem::database db = open_payments(connection_place(idem::test::with_port(server.conninfo(), proxy.port())));
-    slow_commits(db);
+    idem::test::slow_commits(db, "effects");
     soci::session admin;
     idem::open_postgresql_session(admin, server.conninfo());
 

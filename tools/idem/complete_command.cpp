@@ -57,12 +57,17 @@ int list(const complete_args& args) {
     });
     std::size_t overdue = 0, stuck = 0;
     duration longest{0};
+    const auto lease = [](const operation_state& s) {
+        return s.expired() ? "ended " + describe(detail::saturating_difference(s.now, s.expires_at)) + " ago"
+                           : describe(detail::saturating_difference(s.expires_at, s.now)) + " left";
+    };
+    const std::string row = "{:<18}{:<34}{:<24}{:<14}{:<22}{:<7}{:<6}{}\n";
     if (!rows.empty())
-        std::cout << fmt::format("{:<18}{:<34}{:<24}{:<32}{:<8}{:<7}{}\n", "key hash", "SQL key_hash", "namespace",
-                                 "state", "point", "runs", "last error");
+        std::cout << fmt::format(fmt::runtime(row), "key hash", "SQL key_hash", "namespace", "state", "lease", "point",
+                                 "runs", "last error");
     for (const operation_state& s : rows) {
-        std::cout << fmt::format("{:<18}{:<34}{:<24}{:<32}{:<8}{:<7}{}\n", s.record_id.substr(0, 16), s.record_id,
-                                 s.name_space, phase_of(s), s.recovery_point, s.completions,
+        std::cout << fmt::format(fmt::runtime(row), s.record_id.substr(0, 16), s.record_id, s.name_space,
+                                 to_string(s.phase), lease(s), s.recovery_point, s.completions,
                                  s.last_error.empty() ? "-" : s.last_error);
         if (!s.expired()) continue;
         ++overdue;

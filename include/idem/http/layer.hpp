@@ -11,11 +11,13 @@
 #pragma once
 
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "idem/completer.hpp"
@@ -90,7 +92,8 @@ public:
     //   committed, or runs). An exception from the endpoint rolls back and propagates.
     // Observe and Off run the endpoint for every request, as with no layer.
     template <class Endpoint>
-    response handle(database& db, const request& req, Endpoint&& endpoint) {
+    requires(!std::derived_from<std::remove_cvref_t<Endpoint>, any_operation>) response
+        handle(database& db, const request& req, Endpoint&& endpoint) {
         return handle(db, req, settings(), std::forward<Endpoint>(endpoint));
     }
     template <class Endpoint>
