@@ -137,9 +137,12 @@ std::chrono::system_clock::time_point killed_in_call(const char* self, const std
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
     posix_spawn_file_actions_addclose(&actions, out[0]);
     const std::string lease = std::to_string(lease_ms), stub_port = std::to_string(port);
-    std::vector<char*> argv{const_cast<char*>(self),          const_cast<char*>(url.c_str()),
-                            const_cast<char*>("--die-in-call"), const_cast<char*>(key.c_str()),
-                            const_cast<char*>(lease.c_str()), const_cast<char*>(stub_port.c_str()),
+    std::vector<char*> argv{const_cast<char*>(self),
+                            const_cast<char*>(url.c_str()),
+                            const_cast<char*>("--die-in-call"),
+                            const_cast<char*>(key.c_str()),
+                            const_cast<char*>(lease.c_str()),
+                            const_cast<char*>(stub_port.c_str()),
                             nullptr};
     pid_t pid = 0;
     if (posix_spawn(&pid, self, &actions, nullptr, argv.data(), environ) != 0) throw std::runtime_error("spawn");
@@ -226,9 +229,9 @@ int main(int argc, char** argv) {
             std::this_thread::sleep_for(1ms);
         }
         const auto done = std::chrono::system_clock::now();
-        after_lease.push_back(std::chrono::duration<double, std::milli>(
-                                  done - (call_began + std::chrono::milliseconds(lease_ms)))
-                                  .count());
+        after_lease.push_back(
+            std::chrono::duration<double, std::milli>(done - (call_began + std::chrono::milliseconds(lease_ms)))
+                .count());
         after_kill.push_back(std::chrono::duration<double, std::milli>(done - killed).count());
     }
     completer.stop();

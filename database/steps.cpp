@@ -16,7 +16,6 @@
 #include "internal/crypto.hpp"
 #include "sql/operations_table.hpp"
 #include "sql/record_id.hpp"
-#include "sql/sql_dialect.hpp"
 
 namespace idem {
 namespace detail {
@@ -352,7 +351,7 @@ std::unique_ptr<steps_state> state_for(database& db, std::string record_id, std:
 // the dialect's clock and lock clause from the session the run begins on.
 void reset(soci::session& sql, steps_state& s) {
     s.now = operations_table::clock(sql);
-    s.lock = std::string(dialect_of(sql).lock_clause());
+    s.lock = operations_table::row_lock(sql);
     s.decision = execution_status::executed;
     s.stored_result.clear();
     s.fence = 1;

@@ -76,11 +76,6 @@ struct operation_row {
     }
 };
 
-// What the operation's row ends with to hold it until COMMIT (" FOR UPDATE"; nothing on SQLite).
-std::string lock(soci::session& sql) {
-    return std::string(dialect_of(sql).lock_clause());
-}
-
 }  // namespace
 
 std::string to_hex(std::string_view bytes) {
@@ -103,6 +98,10 @@ std::string from_hex(std::string_view text) {
 
 std::string clock(soci::session& sql) {
     return std::string(dialect_of(sql).clock_ms());
+}
+
+std::string row_lock(soci::session& sql) {
+    return std::string(dialect_of(sql).lock_clause());
 }
 
 bool exists(soci::session& sql) {
@@ -229,7 +228,7 @@ std::size_t count_expired(soci::session& sql, std::int64_t older_than_ms) {
 bool release(soci::session& sql, const std::string& record_id, bool compensate) {
     // Locked first, so the position below counts every step stored before.
     long long fence = 0;
-    sql << "SELECT fence FROM idem_operations WHERE record_id = :id AND state = 0" + lock(sql), soci::into(fence),
+    sql << "SELECT fence FROM idem_operations WHERE record_id = :id AND state = 0" + row_lock(sql), soci::into(fence),
         soci::use(record_id);
     if (!sql.got_data()) return false;
     const std::string now = clock(sql);

@@ -31,6 +31,9 @@ namespace idem::detail::operations_table {
 
 // The database's clock in milliseconds, as an SQL expression of `sql`'s dialect.
 [[nodiscard]] IDEM_API std::string clock(soci::session& sql);
+// What a SELECT of an operation's row ends with to hold it until COMMIT
+// (" FOR UPDATE"; nothing where writers are serialised anyway).
+[[nodiscard]] IDEM_API std::string row_lock(soci::session& sql);
 
 // Whether the completer's migration has run on the database `sql` is connected to.
 [[nodiscard]] IDEM_API bool exists(soci::session& sql);

@@ -131,7 +131,8 @@ TEST_CASE("an unknown command is named, with the commands there are") {
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
     CHECK(r.err ==
-          "idem: unknown command 'idem bogus'; the commands are migrate, purge, key, inspect, forget, complete, relay, outbox "
+          "idem: unknown command 'idem bogus'; the commands are migrate, purge, key, inspect, forget, complete, relay, "
+          "outbox "
           "(`idem --help`)\n");
     r = w.idem({"key", "derived", "refund"});
     CHECK(r.exit_code == 2);
