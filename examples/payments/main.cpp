@@ -173,15 +173,13 @@ int main(int argc, char** argv) {
         // fleet may run one: the fencing token keeps two from writing one payout's steps).
         std::optional<idem::completer> completer;
         // readme:begin payments-completer
-        if (!f.no_completer) {
+        if (!f.no_completer)
             completer.emplace(db, std::vector<std::reference_wrapper<const idem::any_operation>>{svc.payouts()},
                               idem::completer_options{
                                   .idle_wait = std::chrono::milliseconds(200),
                                   .first_backoff = std::chrono::milliseconds(f.completer_backoff_ms),
                                   .max_backoff = std::chrono::milliseconds(std::max(f.completer_backoff_ms, 60000)),
                                   .telemetry = telemetry});
-            completer->start();
-        }
         // readme:end payments-completer
         httplib::Server server;
         const auto threads = static_cast<std::size_t>(f.threads);
@@ -214,6 +212,8 @@ int main(int argc, char** argv) {
         std::cout << "idem-payments listening on http://" << f.host << ":" << bound << " ("
                   << (db.backend() == idem::database_url::backend::postgresql ? "PostgreSQL" : "SQLite") << ", "
                   << idem::to_string(db.executor().resolve_mode()) << ")" << std::endl;
+        // Once the port is announced: its first pass may take over payouts at once.
+        if (completer) completer->start();
         server.listen_after_bind();
         return 0;
     } catch (const std::exception& e) {
