@@ -14,6 +14,9 @@
 #include "idem/completer.hpp"
 #include "idem/database.hpp"
 #include "idem/operation.hpp"
+#if IDEM_CLI_POSTGRESQL
+#include "postgres_server.hpp"
+#endif
 
 namespace {
 
@@ -61,7 +64,8 @@ struct shop {
             return op.step("release", [](idem::unit_of_work&) { return std::string("released"); });
         }}};
 
-    explicit shop(const workspace& w) : db(idem::database::open("sqlite:" + w.db)) { db.migrate(); }
+    explicit shop(const workspace& w) : shop("sqlite:" + w.db) {}
+    explicit shop(const std::string& url) : db(idem::database::open(url)) { db.migrate(); }
 
     idem::execution<std::string> run(const std::string& k, const idem::execution_options& options = {}) {
         return order.run(db, op_key(k), "fp", "order " + k, options);
@@ -196,3 +200,50 @@ TEST_CASE("idem purge deletes finished operations past their retention, with the
     }) == 5);
     CHECK_FALSE(contains(w.idem({"purge", "--db", w.db}).out, "operations"));
 }
+
+#if IDEM_CLI_POSTGRESQL
+
+TEST_CASE("on PostgreSQL: inspect, complete --expire and --compensate, and purge of operations") {
+    workspace w;
+    const idem::test::scratch_database scratch(idem::test::shared_postgres(), "cli_complete");
+    const std::string url = scratch.conninfo();
+    shop s(url);
+    idem::completer completer(s.db, {s.order}, {.idle_wait = 5ms, .first_backoff = 0ms, .max_backoff = 0ms});
+    s.down = true;
+    CHECK_THROWS_AS((void)s.run("p1"), provider_timeout);
+    auto r = w.idem(with({"inspect", "--db", url}, named("p1")));
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "recovery point: 1"));
+    CHECK(contains(r.out, "1   call  charge              made      1         -"));
+    r = w.idem({"complete", "--db", url, "--stuck-after", "0s"});
+    CHECK(r.exit_code == 5);
+    CHECK(contains(r.out, idem::test::record_id_hex(op_key("p1"))));
+    // Marked to compensate: the completer undoes it on its next run.
+    r = w.idem(with({"complete", "--db", url, "--compensate"}, named("p1")));
+    CHECK(r.exit_code == 0);
+    CHECK(s.run("p1").status() == idem::execution_status::in_flight);
+    CHECK(completer.run_once() == 1);
+    CHECK(s.run("p1").value() == "released");
+    // Held by a run that outlives its lease: expired by hand, finished by the completer.
+    s.down = false;
+    bool armed = true;
+    outcome expired{};
+    s.while_charging = [&] {
+        if (std::exchange(armed, false)) expired = w.idem(with({"complete", "--db", url, "--expire"}, named("p2")));
+    };
+    CHECK_THROWS_AS((void)s.run("p2", {.lease = 10min}), idem::lease_lost);
+    CHECK(expired.exit_code == 0);
+    CHECK(completer.run_once() == 1);
+    CHECK(s.run("p2").value() == "shipped order p2 ch_1");
+    CHECK(w.idem({"complete", "--db", url}).out == "0 unfinished operations, 0 with its lease ended\n");
+    // Purged once their retention ended.
+    REQUIRE(s.run("old", {.lease = 50ms, .retention = 100ms}).status() == idem::execution_status::executed);
+    std::this_thread::sleep_for(200ms);
+    r = w.idem({"purge", "--db", url});
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "purged 1 expired operations in 1 batch"));
+    CHECK_FALSE(idem::inspect_operation(s.db, op_key("old")).has_value());
+    CHECK(idem::inspect_operation(s.db, op_key("p2")).has_value());
+}
+
+#endif
