@@ -6,15 +6,13 @@
 #include "idem/outbox_relay.hpp"
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
 
 #include "idem/database.hpp"
 #include "idem/error.hpp"
 #include "internal/crypto.hpp"
 #include "internal/retry_schedule.hpp"
+#include "pass_threads.hpp"
 #include "sql/outbox_table.hpp"
 
 namespace idem {
@@ -57,21 +55,21 @@ struct IDEM_LOCAL outbox_relay::impl {
     outbox_relay_options options;
     detail::retry_schedule backoff;
 
-    std::mutex lifecycle;  // one start() or stop() at a time, so a start never meets threads still ending
-    std::mutex mutex;      // guards threads, stopping, last_report
-    std::condition_variable wake;
-    std::vector<std::thread> threads;
-    bool stopping = false;
-    std::chrono::steady_clock::time_point last_report{};
-
     std::atomic<std::uint64_t> delivered{0};
     std::atomic<std::uint64_t> failed{0};
+    detail::pass_threads threads;
 
     impl(database& d, std::shared_ptr<outbox_sink> s, outbox_relay_options o)
         : db(d),
           sink(std::move(s)),
           options(std::move(o)),
-          backoff{.first = options.first_backoff, .ceiling = options.max_backoff} {
+          backoff{.first = options.first_backoff, .ceiling = options.max_backoff},
+          threads([this] { return run_once(); }, [this] { options.telemetry->on_outbox(metrics()); },
+                  {.threads = options.threads,
+                   .idle_wait = options.idle_wait,
+                   .report_every = options.report_every,
+                   .failure_event = "idem.outbox.relay_failed",
+                   .telemetry = options.telemetry}) {
         if (!options.telemetry) options.telemetry = null_sink();
     }
 
@@ -125,52 +123,6 @@ struct IDEM_LOCAL outbox_relay::impl {
         m.failed = failed.load();
         return m;
     }
-
-    // One thread reports at a time, at most every report_every.
-    void maybe_report() {
-        if (options.report_every.count() == 0) return;
-        {
-            std::lock_guard lock(mutex);
-            const auto now = std::chrono::steady_clock::now();
-            if (now - last_report < options.report_every) return;
-            last_report = now;
-        }
-        options.telemetry->on_outbox(metrics());
-    }
-
-    // Waits `pause` unless stop() is called meanwhile; false once stopping.
-    bool rest(std::chrono::milliseconds pause) {
-        std::unique_lock lock(mutex);
-        return !wake.wait_for(lock, pause, [&] { return stopping; });
-    }
-
-    void loop() {
-        int failures = 0;
-        for (;;) {
-            {
-                std::lock_guard lock(mutex);
-                if (stopping) return;
-            }
-            std::chrono::milliseconds pause{0};
-            try {
-                const std::size_t claimed = run_once();
-                failures = 0;
-                maybe_report();
-                if (claimed == 0) pause = options.idle_wait;
-            } catch (const std::exception& e) {
-                // The database failed (down, busy): a claim not settled comes due
-                // again when its lease ends. Back off, doubling up to 64 idle waits.
-                ++failures;
-                options.telemetry->on_log({.level = log_level::warning,
-                                           .name = "idem.outbox.relay_failed",
-                                           .key_hash = {},
-                                           .message = e.what()});
-                pause = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    detail::backoff_after({.first = options.idle_wait, .ceiling = options.idle_wait * 64}, failures));
-            }
-            if (pause.count() > 0 && !rest(pause)) return;
-        }
-    }
 };
 
 outbox_relay::outbox_relay(database& db, std::shared_ptr<outbox_sink> sink, outbox_relay_options options) {
@@ -183,29 +135,15 @@ outbox_relay::~outbox_relay() {
 }
 
 void outbox_relay::start() {
-    const std::lock_guard one_at_a_time(impl_->lifecycle);
-    std::lock_guard lock(impl_->mutex);
-    if (!impl_->threads.empty()) return;
-    impl_->stopping = false;
-    for (int i = 0; i < impl_->options.threads; ++i) impl_->threads.emplace_back([this] { impl_->loop(); });
+    impl_->threads.start();
 }
 
 void outbox_relay::stop() {
-    const std::lock_guard one_at_a_time(impl_->lifecycle);
-    std::vector<std::thread> ending;
-    {
-        std::lock_guard lock(impl_->mutex);
-        impl_->stopping = true;
-        ending = std::move(impl_->threads);
-        impl_->threads.clear();
-    }
-    impl_->wake.notify_all();
-    for (std::thread& t : ending) t.join();
+    impl_->threads.stop();
 }
 
 bool outbox_relay::running() const {
-    std::lock_guard lock(impl_->mutex);
-    return !impl_->threads.empty();
+    return impl_->threads.running();
 }
 
 std::size_t outbox_relay::run_once() {

@@ -31,6 +31,14 @@ void create_schema(idem::database& db) {
                          money + " NOT NULL CHECK (amount > 0))" + strict;
         uow.sql() << "CREATE TABLE IF NOT EXISTS deposits (event_id TEXT PRIMARY KEY, account TEXT NOT NULL, amount " +
                          money + " NOT NULL CHECK (amount > 0))" + strict;
+        uow.sql() << "CREATE TABLE IF NOT EXISTS payouts (id TEXT PRIMARY KEY, account TEXT NOT NULL, amount " + money +
+                         " NOT NULL CHECK (amount > 0), destination TEXT NOT NULL, state TEXT NOT NULL, "
+                         "provider_ref TEXT)" +
+                         strict;
+        // Every balance change of a payout's steps, one row each and no key: a step
+        // that ran twice would show twice.
+        uow.sql() << "CREATE TABLE IF NOT EXISTS payout_entries (payout TEXT NOT NULL, step TEXT NOT NULL, amount " +
+                         money + " NOT NULL)" + strict;
     });
 }
 

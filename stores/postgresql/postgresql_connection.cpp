@@ -105,6 +105,10 @@ public:
     [[nodiscard]] std::string_view lock_clause() const noexcept override { return " FOR UPDATE"; }
     [[nodiscard]] std::string_view claim_clause() const noexcept override { return " FOR UPDATE SKIP LOCKED"; }
     [[nodiscard]] bool bytes_as_hex() const noexcept override { return true; }
+    // clock_timestamp(), not now(): a long transaction's steps see the time move on.
+    [[nodiscard]] std::string_view clock_ms() const noexcept override {
+        return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
+    }
 
     // pg_advisory_xact_lock key: "idem" in ASCII. Concurrent CREATE TABLE IF NOT
     // EXISTS can fail on PostgreSQL, so every migrating process queues here first.
