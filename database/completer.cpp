@@ -108,8 +108,11 @@ struct IDEM_LOCAL completer::impl {
     }
 
     std::size_t run_once() {
+        // Reads of prepared statements run in a transaction, so that behind a
+        // pooler in transaction mode each statement is prepared, run and
+        // deallocated on one server connection.
         const std::vector<table::due_row> due =
-            db.read([&](soci::session& sql) { return table::due(sql, namespaces, options.batch); });
+            db.transact([&](unit_of_work& uow) { return table::due(uow.sql(), namespaces, options.batch); });
         for (const table::due_row& d : due) finish_one(d);
         return due.size();
     }
@@ -163,12 +166,12 @@ completer_metrics completer::metrics() {
 
 std::optional<operation_state> inspect_operation(database& db, const record_key& key) {
     const std::string record_id = detail::hex(detail::record_id(key.digest()));
-    return db.read([&](soci::session& sql) { return table::read(sql, record_id); });
+    return db.transact([&](unit_of_work& uow) { return table::read(uow.sql(), record_id); });
 }
 
 std::vector<operation_state> unfinished_operations(database& db, std::string_view name_space, std::size_t limit) {
     if (limit < 1 || limit > 10000) throw std::invalid_argument("idem: unfinished_operations lists 1 to 10000");
-    return db.read([&](soci::session& sql) { return table::unfinished(sql, name_space, limit); });
+    return db.transact([&](unit_of_work& uow) { return table::unfinished(uow.sql(), name_space, limit); });
 }
 
 purge_result purge_operations(database& db, const purge_options& options) {

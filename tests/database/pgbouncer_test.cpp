@@ -1,7 +1,8 @@
 // idem::database behind PgBouncer 1.18 in transaction pooling, where each
 // transaction may run on another server connection: with transaction_pooler
 // every key runs once and the balances are exact; without it, the statements
-// a client prepared on one server connection are missing on the next.
+// a client prepared on one server connection are missing on the next. The
+// completer's passes behind the pooler too, beside other clients' work.
 #include <doctest/doctest.h>
 
 #include <soci/soci.h>
@@ -12,13 +13,17 @@
 #include <thread>
 #include <vector>
 
+#include "idem/completer.hpp"
 #include "idem/database.hpp"
 #include "idem/error.hpp"
 #include "pgbouncer.hpp"
 #include "postgres_server.hpp"
+#include "recording_sink.hpp"
+#include "steps_bank.hpp"
 
 namespace {
 
+using namespace std::chrono_literals;
 using idem::execution_status;
 
 constexpr int threads = 8, rounds = 40;
@@ -111,4 +116,43 @@ TEST_CASE("PgBouncer transaction pooling: unnamed statements run each key once; 
         CHECK(balance(db, "alice") + balance(db, "bob") == opening);
         CHECK(balance(db, "bob") == 10 * t.executed);
     }
+}
+
+TEST_CASE("PgBouncer transaction pooling: the completer finishes abandoned operations beside other clients") {
+    namespace steps_bank = idem::test::steps_bank;
+    idem::test::postgres_server server;
+    idem::test::scratch_database bank(server.conninfo(), "completer");
+    create_bank(bank.conninfo());
+    idem::test::pgbouncer pooler(server.port(), {.pool_mode = "transaction", .pool_size = 2});
+    idem::database db =
+        idem::database::open(pooler.conninfo(bank.name()), {.pool_size = 4, .transaction_pooler = true});
+    steps_bank::create_tables(db);
+
+    std::atomic<bool> provider_down{true};
+    const auto payment = steps_bank::payment(db, [&](const std::string& point) {
+        if (point == "charging" && provider_down) throw std::runtime_error("the provider did not answer");
+    });
+    constexpr int operations = 30;
+    for (int i = 0; i < operations; ++i)
+        CHECK_THROWS_AS((void)steps_bank::pay_with(payment, db, "op" + std::to_string(i), 1), std::runtime_error);
+    provider_down = false;
+
+    auto sink = std::make_shared<idem::test::recording_sink>();
+    idem::completer completer(
+        db, {payment},
+        {.batch = 4, .threads = 2, .idle_wait = 5ms, .first_backoff = 0ms, .max_backoff = 0ms, .telemetry = sink});
+    completer.start();
+    tally t;  // other clients' transfers on the same two server connections meanwhile
+    race(db, "beside-", t);
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (completer.metrics().completed < operations && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(10ms);
+    completer.stop();
+
+    CAPTURE(t.first_failure);
+    CHECK(t.failed == 0);
+    CHECK(completer.metrics().completed == operations);
+    // Every pass's statements ran in its own transaction, on one server connection.
+    CHECK_FALSE(sink->logged("idem.completer.pass_failed"));
+    CHECK(balance(db, "bob") == 10 * rounds + operations);
 }
