@@ -16,6 +16,7 @@
 #include "internal/crypto.hpp"
 #include "sql/operations_table.hpp"
 #include "sql/record_id.hpp"
+#include "sql/unnamed_statement.hpp"
 
 namespace idem {
 namespace detail {
@@ -98,11 +99,11 @@ struct steps_state {
     // Moves the recovery point to `point` and renews the lease, under this run's fence.
     void advance(soci::session& sql, std::size_t point) const {
         const long long at = static_cast<long long>(point);
-        soci::statement update =
-            (sql.prepare << "UPDATE idem_operations SET recovery_point = :point, expires_at = " + now +
-                                " + :lease, updated_at = " + now +
-                                " WHERE record_id = :id AND fence = :fence AND state = 0",
-             soci::use(at), soci::use(lease_ms), soci::use(record_id), soci::use(fence));
+        soci::statement update = unnamed_statement(
+            sql,
+            "UPDATE idem_operations SET recovery_point = :point, expires_at = " + now +
+                " + :lease, updated_at = " + now + " WHERE record_id = :id AND fence = :fence AND state = 0",
+            soci::use(at), soci::use(lease_ms), soci::use(record_id), soci::use(fence));
         update.execute(true);
         if (update.get_affected_rows() != 1)
             throw lease_lost("idem: operation " + key_hash + " was taken over by a newer run: its step rolled back");
@@ -284,12 +285,11 @@ void steps::finish(const std::string& payload, classification how) {
         }
         const long long retention = how == classification::store_as_failure ? s.failure_retention_ms : s.retention_ms;
         const long long point = static_cast<long long>(s.next);
-        soci::statement update =
-            (sql.prepare << "UPDATE idem_operations SET state = 1, result = :result, recovery_point = :point, "
-                            "expires_at = " +
-                                s.now + " + :retention, updated_at = " + s.now +
-                                " WHERE record_id = :id AND fence = :fence AND state = 0",
-             soci::use(text), soci::use(point), soci::use(retention), soci::use(s.record_id), soci::use(s.fence));
+        soci::statement update = detail::unnamed_statement(
+            sql,
+            "UPDATE idem_operations SET state = 1, result = :result, recovery_point = :point, expires_at = " + s.now +
+                " + :retention, updated_at = " + s.now + " WHERE record_id = :id AND fence = :fence AND state = 0",
+            soci::use(text), soci::use(point), soci::use(retention), soci::use(s.record_id), soci::use(s.fence));
         update.execute(true);
         if (update.get_affected_rows() != 1)
             throw lease_lost("idem: operation " + s.key_hash + " was taken over by a newer run before it completed");
@@ -366,12 +366,13 @@ void reset(soci::session& sql, steps_state& s) {
 void begin(soci::session& sql, steps_state& s, const std::string& input) {
     reset(sql, s);
     const std::string input_hex = hex_of(input);
-    soci::statement insert =
-        (sql.prepare << "INSERT INTO idem_operations (record_id, namespace, fingerprint, fence, recovery_point, "
-                        "state, expires_at, updated_at, input) VALUES (:id, :ns, :fp, 1, 0, 0, " +
-                            s.now + " + :lease, " + s.now + ", :input) ON CONFLICT (record_id) DO NOTHING",
-         soci::use(s.record_id), soci::use(s.name_space), soci::use(s.fingerprint), soci::use(s.lease_ms),
-         soci::use(input_hex));
+    soci::statement insert = unnamed_statement(
+        sql,
+        "INSERT INTO idem_operations (record_id, namespace, fingerprint, fence, recovery_point, state, expires_at, "
+        "updated_at, input) VALUES (:id, :ns, :fp, 1, 0, 0, " +
+            s.now + " + :lease, " + s.now + ", :input) ON CONFLICT (record_id) DO NOTHING",
+        soci::use(s.record_id), soci::use(s.name_space), soci::use(s.fingerprint), soci::use(s.lease_ms),
+        soci::use(input_hex));
     insert.execute(true);
     if (insert.get_affected_rows() == 1) {
         s.input = input;

@@ -8,6 +8,7 @@
 #include "idem/error.hpp"
 #include "internal/crypto.hpp"
 #include "sql/sql_dialect.hpp"
+#include "sql/unnamed_statement.hpp"
 
 namespace idem::detail::operations_table {
 namespace {
@@ -115,9 +116,7 @@ std::optional<operation_state> read(soci::session& sql, const std::string& recor
     soci::statement st(sql);
     row.bind(st);
     st.exchange(soci::use(record_id));
-    st.alloc();
-    st.prepare("SELECT " + operation_row::columns(sql) + " FROM idem_operations WHERE record_id = :id");
-    st.define_and_bind();
+    prepare_statement(st, "SELECT " + operation_row::columns(sql) + " FROM idem_operations WHERE record_id = :id");
     if (!st.execute(true)) return std::nullopt;
     operation_state s = row.state();
 
@@ -125,11 +124,12 @@ std::optional<operation_state> read(soci::session& sql, const std::string& recor
     int kind = 0, stored = 0, attempts = 0;
     std::string name, step_result;
     soci::indicator step_result_null = soci::i_ok;
-    soci::statement steps =
-        (sql.prepare << "SELECT step_index, name, kind, state, attempts, result, updated_at FROM idem_steps "
-                        "WHERE record_id = :id ORDER BY step_index",
-         soci::into(index), soci::into(name), soci::into(kind), soci::into(stored), soci::into(attempts),
-         soci::into(step_result, step_result_null), soci::into(step_updated), soci::use(record_id));
+    soci::statement steps = unnamed_statement(
+        sql,
+        "SELECT step_index, name, kind, state, attempts, result, updated_at FROM idem_steps WHERE record_id = :id "
+        "ORDER BY step_index",
+        soci::into(index), soci::into(name), soci::into(kind), soci::into(stored), soci::into(attempts),
+        soci::into(step_result, step_result_null), soci::into(step_updated), soci::use(record_id));
     steps.execute();
     while (steps.fetch()) {
         const auto position = static_cast<std::size_t>(index);
@@ -154,11 +154,10 @@ std::vector<operation_state> unfinished(soci::session& sql, std::string_view nam
     st.exchange(soci::use(ns, "ns"));
     st.exchange(soci::use(ns, "ns2"));
     st.exchange(soci::use(n, "n"));
-    st.alloc();
     // Through the (state, expires_at) index, as the completer finds them.
-    st.prepare("SELECT " + operation_row::columns(sql) +
-               " FROM idem_operations WHERE state = 0 AND (:ns = '' OR namespace = :ns2) ORDER BY expires_at LIMIT :n");
-    st.define_and_bind();
+    prepare_statement(st, "SELECT " + operation_row::columns(sql) +
+                              " FROM idem_operations WHERE state = 0 AND (:ns = '' OR namespace = :ns2) ORDER BY "
+                              "expires_at LIMIT :n");
     st.execute();
     std::vector<operation_state> found;
     while (st.fetch()) found.push_back(row.state());
@@ -188,10 +187,8 @@ std::vector<due_row> due(soci::session& sql, std::span<const std::string> namesp
     st.exchange(soci::into(row.name_space));
     for (std::size_t i = 0; i < namespaces.size(); ++i) st.exchange(soci::use(namespaces[i], "ns" + std::to_string(i)));
     st.exchange(soci::use(n, "n"));
-    st.alloc();
-    st.prepare("SELECT record_id, namespace FROM idem_operations WHERE state = 0 AND expires_at <= " + clock(sql) +
-               " AND namespace IN (" + in + ") ORDER BY expires_at LIMIT :n");
-    st.define_and_bind();
+    prepare_statement(st, "SELECT record_id, namespace FROM idem_operations WHERE state = 0 AND expires_at <= " +
+                              clock(sql) + " AND namespace IN (" + in + ") ORDER BY expires_at LIMIT :n");
     st.execute();
     std::vector<due_row> rows;
     while (st.fetch()) rows.push_back(row);
@@ -236,15 +233,11 @@ bool release(soci::session& sql, const std::string& record_id, bool compensate) 
                                  ? ", compensate_from = COALESCE(compensate_from, (SELECT COALESCE(MAX(step_index) "
                                    "+ 1, 0) FROM idem_steps WHERE record_id = :id2))"
                                  : "";
-    soci::statement update(sql);
-    if (compensate)
-        update = (sql.prepare << "UPDATE idem_operations SET fence = fence + 1, expires_at = " + now +
-                                     ", updated_at = " + now + mark + " WHERE record_id = :id AND state = 0",
-                  soci::use(record_id, "id2"), soci::use(record_id, "id"));
-    else
-        update = (sql.prepare << "UPDATE idem_operations SET fence = fence + 1, expires_at = " + now +
-                                     ", updated_at = " + now + " WHERE record_id = :id AND state = 0",
-                  soci::use(record_id, "id"));
+    const std::string text = "UPDATE idem_operations SET fence = fence + 1, expires_at = " + now +
+                             ", updated_at = " + now + mark + " WHERE record_id = :id AND state = 0";
+    soci::statement update = compensate
+                                 ? unnamed_statement(sql, text, soci::use(record_id, "id2"), soci::use(record_id, "id"))
+                                 : unnamed_statement(sql, text, soci::use(record_id, "id"));
     update.execute(true);
     return update.get_affected_rows() == 1;
 }
