@@ -344,8 +344,8 @@ std::optional<reservation> locked_answer(const result& row, const record_key& ke
     return std::nullopt;  // gone or expired since the reserve: try again
 }
 
-record_lookup looked_up(const result& row, const record_key& key, std::string_view fingerprint) {
-    require_read_committed(row, "looking a record up");
+record_lookup looked_up(const result& row, const record_key& key, std::string_view fingerprint, bool tells_level) {
+    if (tells_level) require_read_committed(row, "looking a record up");
     if (row.is_null(0, 4)) return {record_lookup::found::nothing, {}};
     if (!row.boolean(0, 4)) return {record_lookup::found::reserve, {}};  // expired: to take over
     reservation answer = live_answer(row, 1, key, fingerprint);
@@ -445,14 +445,32 @@ reservation record_statements::try_reserve_in(const record_key& key, std::string
 record_lookup record_statements::look_up(const record_key& key, std::string_view fingerprint, fast_path* tx) {
     parameters by_hash;
     by_hash.bytes(record_id(key.digest()));
+    const char* begin = tx != nullptr ? tx->held_begin() : nullptr;
+    const isolation_level level = tx != nullptr ? tx->isolation() : isolation_level::database_default;
+    // Before BEGIN the lookup runs at the session's default level: the
+    // transaction's own when BEGIN names none, and beside the point when it names
+    // READ COMMITTED. Before a BEGIN naming another level it could not refuse it.
+    const bool before_begin = begin != nullptr && mostly_answered() &&
+                              (level == isolation_level::database_default || level == isolation_level::read_committed);
     pipeline p(conn_);
-    if (tx != nullptr && tx->held_begin() != nullptr) {
-        p.query(tx->held_begin(), "BEGIN");
+    if (begin != nullptr && !before_begin) {
+        p.query(begin, "BEGIN");
         tx->begin_sent();
     }
     look_up_.queue(p, by_hash);
     p.run();
-    return looked_up(p.last(), key, fingerprint);
+    record_lookup found =
+        looked_up(p.last(), key, fingerprint, !before_begin || level != isolation_level::read_committed);
+    if (found.what != record_lookup::found::reserve)  // a reserve sends BEGIN with it either way
+        answered_ = static_cast<std::uint8_t>(answered_ << 1 | (found.what == record_lookup::found::answer ? 1 : 0));
+    if (before_begin && found.what == record_lookup::found::nothing) {
+        // The work runs next, in the transaction, however it reaches the session.
+        pipeline b(conn_);
+        b.query(begin, "BEGIN");
+        tx->begin_sent();
+        b.run();
+    }
+    return found;
 }
 
 std::unique_ptr<deferred> record_statements::insert_at_commit(const record_key& key, std::string_view fingerprint,
