@@ -79,8 +79,12 @@ public:
     [[nodiscard]] std::size_t purge(std::size_t limit, duration older_than);
 
 private:
+    class at_commit;
     class completion;
     class insertion;
+
+    // Queues `tx`'s held BEGIN, prepared on this connection like the statements.
+    void queue_begin(pipeline& p, fast_path& tx);
 
     [[nodiscard]] bool run_checked(prepared_statement& s, const parameters& values);
     // The live entry a reserve found in its way, locked; nullopt when it is gone or
@@ -98,6 +102,11 @@ private:
     std::string prefix_;
     prepared_statement reserve_, reserve_in_, lookup_, look_up_, insert_, complete_, complete_at_commit_, release_,
         inspect_, recent_, forget_, count_expired_, purge_;
+    // The transaction control the fast path sends in its pipelines: parsed once
+    // per connection rather than per transaction. BEGIN's text is the runner's
+    // (these statements belong to one runner), known at its first use.
+    statement_text begin_text_{nullptr, {}, "BEGIN"};
+    prepared_statement begin_, commit_;
     // The last reservation made in a runner's transaction on this connection.
     std::uint64_t reserved_serial_ = 0;
     std::array<std::byte, 32> reserved_digest_{};

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <barrier>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -60,20 +61,19 @@ public:
         std::rewind(trace_);
         return n;
     }
-    // Whether a message sent since the last reset() carried `text` (a BEGIN, say).
-    bool sent(std::string_view text) {
+    // Whether a message sent since the last reset() carried `command` (BEGIN, COMMIT).
+    bool sent(std::string_view command) {
         std::fflush(trace_);
         std::rewind(trace_);
         bool found = false;
         char line[4096];
         while (!found && std::fgets(line, sizeof line, trace_) != nullptr)
-            found = std::string_view(line).starts_with("F\t") &&
-                    std::string_view(line).find(text) != std::string_view::npos;
+            found = std::string_view(line).starts_with("F\t") && carries(line, command);
         std::fseek(trace_, 0, SEEK_END);
         return found;
     }
-    // The round trips completed before the first message that carried `text`.
-    int before(std::string_view text) {
+    // The round trips completed before the first message that carried `command`.
+    int before(std::string_view command) {
         std::fflush(trace_);
         std::rewind(trace_);
         int n = 0;
@@ -81,7 +81,7 @@ public:
         while (std::fgets(line, sizeof line, trace_) != nullptr) {
             const std::string_view l(line);
             if (!l.starts_with("F\t")) continue;
-            if (l.find(text) != std::string_view::npos) break;
+            if (carries(l, command)) break;
             if (l.find("\tSync") != std::string_view::npos || l.find("\tQuery\t") != std::string_view::npos) ++n;
         }
         std::fseek(trace_, 0, SEEK_END);
@@ -96,6 +96,14 @@ public:
     }
 
 private:
+    // As text (Query, Parse), or by the name of the store's statement prepared for it (Bind of "idem1_begin").
+    static bool carries(std::string_view line, std::string_view command) {
+        std::string named = "_";
+        for (const char c : command) named += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        named += '"';
+        return line.find(command) != std::string_view::npos || line.find(named) != std::string_view::npos;
+    }
+
     PGconn* conn_;
     std::FILE* trace_;
 };
