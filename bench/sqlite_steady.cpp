@@ -13,71 +13,18 @@
 #include <memory>
 
 #include <soci/soci.h>
-#include <soci/sqlite3/soci-sqlite3.h>
 
 #include "bench.hpp"
 #include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
 #include "idem/sqlite_store.hpp"
 #include "idem/transaction_runner.hpp"
+#include "sqlite_api.hpp"
 #include "steady_state.hpp"
 #include "steady_tables.hpp"
 
 namespace idem::bench {
 namespace {
-
-using sqlite_api::sqlite3;
-using sqlite_api::sqlite3_stmt;
-
-sqlite3* native(soci::session& s) {
-    return static_cast<soci::sqlite3_session_backend*>(s.get_backend())->conn_;
-}
-
-void exec(sqlite3* db, const std::string& sql) {
-    char* message = nullptr;
-    if (sqlite_api::sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-        const std::string why = message != nullptr ? message : "?";
-        sqlite_api::sqlite3_free(message);
-        throw std::runtime_error("bench: " + why + " in " + sql);
-    }
-}
-
-// A statement prepared once; each use binds, steps to the end and resets.
-class statement {
-public:
-    statement(sqlite3* db, const char* sql) : db_(db) {
-        if (sqlite_api::sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK)
-            throw std::runtime_error(std::string("bench: ") + sqlite_api::sqlite3_errmsg(db) + " in " + sql);
-    }
-    ~statement() { sqlite_api::sqlite3_finalize(stmt_); }
-    statement(const statement&) = delete;
-    statement& operator=(const statement&) = delete;
-
-    statement& bind(int i, std::int64_t v) { return check(sqlite_api::sqlite3_bind_int64(stmt_, i, v)); }
-    statement& bind(int i, const void* data, std::size_t size) {
-        return check(sqlite_api::sqlite3_bind_blob(stmt_, i, data, static_cast<int>(size), SQLITE_STATIC));
-    }
-    statement& bind(int i, const std::string& text) {
-        return check(
-            sqlite_api::sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_STATIC));
-    }
-    // Runs to the end; how many rows it returned. A constraint failure throws.
-    int run() {
-        int rows = 0, rc;
-        while ((rc = sqlite_api::sqlite3_step(stmt_)) == SQLITE_ROW) ++rows;
-        sqlite_api::sqlite3_reset(stmt_);
-        if (rc != SQLITE_DONE) throw std::runtime_error(std::string("bench: ") + sqlite_api::sqlite3_errmsg(db_));
-        return rows;
-    }
-
-private:
-    statement& check(int rc) {
-        if (rc != SQLITE_OK) throw std::runtime_error(std::string("bench: bind: ") + sqlite_api::sqlite3_errmsg(db_));
-        return *this;
-    }
-    sqlite3* db_;
-    sqlite3_stmt* stmt_ = nullptr;
-};
 
 void prefill(sqlite3* db, std::size_t rows) {
     const std::string n = std::to_string(rows);
