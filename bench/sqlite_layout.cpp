@@ -7,8 +7,9 @@
 // the purge of the expired rows while one thread reserves and completes fresh
 // keys (against the same traffic alone): through the index (idem::purge) on
 // the first file; on the copy by a cursor over the primary key kept in the
-// file, each batch reading up to 1000 expired keys after it without the write
-// lock, then deleting them and moving it on in one short write transaction.
+// file, each batch reading up to 1000 expired keys going round the table from
+// it without the write lock, then deleting them and moving it on in one short
+// write transaction.
 #include <filesystem>
 #include <memory>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "idem/transaction_runner.hpp"
 #include "purge_bench.hpp"
 #include "sqlite_api.hpp"
+#include "sqlite_transfer.hpp"
 #include "steady_state.hpp"
 
 namespace idem::bench {
@@ -55,12 +57,7 @@ void fill(const std::string& path, std::size_t rows, std::size_t expired) {
     const std::string series = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < " + n + ") ";
     exec(db, "PRAGMA cache_size = -4194304");  // 4 GiB: random keys would otherwise read a page per row
     exec(db, "BEGIN");
-    exec(db, "CREATE TABLE bench_accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL)");
-    exec(db,
-         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
-         "INSERT INTO bench_accounts SELECT i, 1000000000 FROM n");
-    exec(db, "CREATE TABLE bench_ledger (transfer_id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)");
-    exec(db, series + "INSERT INTO bench_ledger SELECT i, 1 FROM n");
+    sqlite_transfer::create_tables(db, rows);
     exec(db, "DROP INDEX idem_records_expires_at");
     exec(db, series +
                  "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, expires_at, "
@@ -73,53 +70,64 @@ void fill(const std::string& path, std::size_t rows, std::size_t expired) {
     exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
 }
 
-// The purge on a file without the index: a cursor over the primary key.
+// The purge on a file without the index: a cursor over the primary key. A
+// batch reads up to `limit` expired keys going round the table from the
+// cursor, without the write lock, then deletes them and moves the cursor on in
+// one short write transaction; fewer than `limit` means it went all the way round.
 class cursor_purge {
 public:
     explicit cursor_purge(const std::string& path) {
         open_sqlite_session(session_, path);
-        sqlite3* db = native(session_);
-        exec(db,
+        db_ = native(session_);
+        exec(db_,
              "CREATE TABLE IF NOT EXISTS idem_purge_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), "
              "after BLOB NOT NULL); INSERT OR IGNORE INTO idem_purge_cursor VALUES (1, x'')");
-        read_ = std::make_unique<statement>(db, "BEGIN");
-        write_ = std::make_unique<statement>(db, "BEGIN IMMEDIATE");
-        commit_ = std::make_unique<statement>(db, "COMMIT");
-        cursor_ = std::make_unique<statement>(db, "SELECT after FROM idem_purge_cursor");
-        scan_ = std::make_unique<statement>(db,
-                                            "SELECT key_hash FROM idem_records WHERE key_hash > ?1 AND "
-                                            "expires_at <= ?2 ORDER BY key_hash LIMIT ?3");
-        remove_ = std::make_unique<statement>(db, "DELETE FROM idem_records WHERE key_hash = ?1 AND expires_at <= ?2");
-        move_ = std::make_unique<statement>(db, "UPDATE idem_purge_cursor SET after = ?1");
+        read_ = std::make_unique<statement>(db_, "BEGIN");
+        write_ = std::make_unique<statement>(db_, "BEGIN IMMEDIATE");
+        commit_ = std::make_unique<statement>(db_, "COMMIT");
+        cursor_ = std::make_unique<statement>(db_, "SELECT after FROM idem_purge_cursor");
+        after_ = std::make_unique<statement>(db_,
+                                             "SELECT key_hash FROM idem_records WHERE key_hash > ?1 AND "
+                                             "expires_at <= ?2 ORDER BY key_hash LIMIT ?3");
+        before_ = std::make_unique<statement>(db_,
+                                              "SELECT key_hash FROM idem_records WHERE key_hash <= ?1 AND "
+                                              "expires_at <= ?2 ORDER BY key_hash LIMIT ?3");
+        remove_ = std::make_unique<statement>(db_, "DELETE FROM idem_records WHERE key_hash = ?1 AND expires_at <= ?2");
+        move_ = std::make_unique<statement>(db_, "UPDATE idem_purge_cursor SET after = ?1");
     }
 
-    // Fewer than `limit` once the cursor reached the end of the table (it starts over then).
     std::size_t batch(std::size_t limit, duration older_than) {
         const std::int64_t cutoff = now_ms() - std::chrono::ceil<std::chrono::milliseconds>(older_than).count();
         std::vector<std::string> keys;
         read_->run();
-        std::string after;
-        if (cursor_->step()) after = cursor_->blob(0);
+        std::string from;
+        if (cursor_->step()) from = cursor_->blob(0);
         cursor_->reset();
-        scan_->bind(1, after.data(), after.size()).bind(2, cutoff).bind(3, static_cast<std::int64_t>(limit));
-        while (scan_->step()) keys.push_back(scan_->blob(0));
+        collect(*after_, from, cutoff, limit, keys);
+        if (keys.size() < limit) collect(*before_, from, cutoff, limit - keys.size(), keys);  // round from the start
         commit_->run();
-        const bool end = keys.size() < limit;
         write_->run();
         std::size_t deleted = 0;
         for (const std::string& key : keys) {
             remove_->bind(1, key.data(), key.size()).bind(2, cutoff).run();
-            deleted += static_cast<std::size_t>(sqlite_api::sqlite3_changes(native(session_)));
+            deleted += static_cast<std::size_t>(sqlite_api::sqlite3_changes(db_));
         }
-        const std::string next = end ? std::string() : keys.back();
+        const std::string& next = keys.size() == limit ? keys.back() : from;  // all the way round: stays
         move_->bind(1, next.data(), next.size()).run();
         commit_->run();
         return deleted;
     }
 
 private:
+    static void collect(statement& scan, const std::string& from, std::int64_t cutoff, std::size_t limit,
+                        std::vector<std::string>& keys) {
+        scan.bind(1, from.data(), from.size()).bind(2, cutoff).bind(3, static_cast<std::int64_t>(limit));
+        while (scan.step()) keys.push_back(scan.blob(0));
+    }
+
     soci::session session_;
-    std::unique_ptr<statement> read_, write_, commit_, cursor_, scan_, remove_, move_;
+    sqlite3* db_ = nullptr;
+    std::unique_ptr<statement> read_, write_, commit_, cursor_, after_, before_, remove_, move_;
 };
 
 // One file's store, executor and the bare transfer's statements, at one synchronous level.
@@ -128,39 +136,21 @@ struct file_bank {
     executor exec;
     soci::session session;
     std::unique_ptr<transaction_runner> runner;
-    sqlite3* db;
-    std::mt19937_64 rng{0x5eed};
-    statement begin, commit, debit, credit, ledger;
+    sqlite_transfer work;
 
     file_bank(const std::string& path, sqlite_synchronous sync)
         : store(
               std::make_shared<sqlite_store>(sqlite_store_options{.path = path, .connection = {.synchronous = sync}})),
           exec(store),
-          db(open(session, path, sync)),
-          begin(db, "BEGIN IMMEDIATE"),
-          commit(db, "COMMIT"),
-          debit(db, "UPDATE bench_accounts SET balance = balance - 1 WHERE id = ?1"),
-          credit(db, "UPDATE bench_accounts SET balance = balance + 1 WHERE id = ?1"),
-          ledger(db, "INSERT INTO bench_ledger (transfer_id, amount) VALUES (?1, 1)") {
+          work(open(session, path, sync)) {
         runner = std::make_unique<transaction_runner>(session);
     }
 
-    void transfer(std::uint64_t id) {
-        const auto [from, to] = account_pair(rng);
-        debit.bind(1, from).run();
-        credit.bind(1, to).run();
-        ledger.bind(1, static_cast<std::int64_t>(id)).run();
-    }
-    void bare(std::uint64_t id) {
-        begin.run();
-        transfer(id);
-        commit.run();
-    }
     void with_idem(std::uint64_t id) {
         require_executed(idem::detail::execute_in_transaction(
             exec, *runner, transfer_key(id), "fp", {},
             [&](unit_of_work&) {
-                transfer(id);
+                work.transfer(id);
                 return std::string("ok");
             },
             string_codec{}));
@@ -239,7 +229,7 @@ void run_sqlite_layout(const options& o, report& out) {
         file_bank a(indexed, sync), b(cursor, sync);
         const auto timed = [&](file_bank& bank, bool idem) {
             return [&, idem] {
-                return measure([&](std::uint64_t) { idem ? bank.with_idem(next++) : bank.bare(next++); }, o.span);
+                return measure([&](std::uint64_t) { idem ? bank.with_idem(next++) : bank.work.bare(next++); }, o.span);
             };
         };
         const std::vector<double> rates =

@@ -20,6 +20,7 @@
 #include "idem/sqlite_store.hpp"
 #include "idem/transaction_runner.hpp"
 #include "sqlite_api.hpp"
+#include "sqlite_transfer.hpp"
 #include "steady_state.hpp"
 #include "steady_tables.hpp"
 
@@ -35,12 +36,7 @@ void prefill(sqlite3* db, std::size_t rows) {
     // read a page from the file for nearly every row.
     exec(db, "PRAGMA cache_size = -524288");
     exec(db, "BEGIN");
-    exec(db, "CREATE TABLE bench_accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL)");
-    exec(db,
-         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
-         "INSERT INTO bench_accounts SELECT i, 1000000000 FROM n");
-    exec(db, "CREATE TABLE bench_ledger (transfer_id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)");
-    exec(db, series + "INSERT INTO bench_ledger SELECT i, 1 FROM n");
+    sqlite_transfer::create_tables(db, rows);
     exec(db, series +
                  "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
                  "expires_at, updated_at) SELECT randomblob(16), 'bench.transfer', 'fp', "
@@ -83,8 +79,7 @@ struct bank {
     soci::session session;
     std::unique_ptr<transaction_runner> runner;
     sqlite3* db;
-    std::mt19937_64 rng{0x5eed};
-    statement begin, commit, rollback, debit, credit, ledger;
+    sqlite_transfer work;
     statement reserve, complete, lookup, insert_completed, unindexed_lookup, unindexed_insert, lean_rowid_lookup,
         lean_rowid_insert, lean_norowid_lookup, lean_norowid_insert;
 
@@ -92,12 +87,7 @@ struct bank {
         : store(
               std::make_shared<sqlite_store>(sqlite_store_options{.path = path, .connection = {.synchronous = sync}})),
           db(open(session, path, sync)),
-          begin(db, "BEGIN IMMEDIATE"),
-          commit(db, "COMMIT"),
-          rollback(db, "ROLLBACK"),
-          debit(db, "UPDATE bench_accounts SET balance = balance - 1 WHERE id = ?1"),
-          credit(db, "UPDATE bench_accounts SET balance = balance + 1 WHERE id = ?1"),
-          ledger(db, "INSERT INTO bench_ledger (transfer_id, amount) VALUES (?1, 1)"),
+          work(db),
           reserve(db,
                   "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
                   "expires_at, updated_at) VALUES (?1, 'bench.transfer', 'fp', 'token', 0, NULL, "
@@ -132,13 +122,6 @@ struct bank {
         runner = std::make_unique<transaction_runner>(session);
     }
 
-    void transfer(std::uint64_t id) {
-        const auto [from, to] = account_pair(rng);
-        debit.bind(1, from).run();
-        credit.bind(1, to).run();
-        ledger.bind(1, static_cast<std::int64_t>(id)).run();
-    }
-
 private:
     static sqlite3* open(soci::session& s, const std::string& path, sqlite_synchronous sync) {
         open_sqlite_session(s, path, {.synchronous = sync});
@@ -148,19 +131,13 @@ private:
 
 std::uint64_t next_transfer = 0;
 
-void bare(bank& b, std::uint64_t id) {
-    b.begin.run();
-    b.transfer(id);
-    b.commit.run();
-}
-
 // execute_in_transaction: by default the lookup, the work and one INSERT;
 // `reserve_first` as before the one-statement form (reserve, work, complete).
 void idem_inside(bank& b, executor& exec, std::uint64_t id, bool reserve_first = false) {
     require_executed(idem::detail::execute_in_transaction(
         exec, *b.runner, transfer_key(id), "fp", {.reserve_first = reserve_first},
         [&](unit_of_work&) {
-            b.transfer(id);
+            b.work.transfer(id);
             return std::string("ok");
         },
         string_codec{}));
@@ -169,24 +146,24 @@ void idem_inside(bank& b, executor& exec, std::uint64_t id, bool reserve_first =
 void reserve_first(bank& b, std::uint64_t id) {
     const record_key key = transfer_key(id);
     const std::int64_t now = now_ms();
-    b.begin.run();
+    b.work.begin.run();
     if (b.reserve.bind(1, key.digest().data(), 16).bind(2, now).run() != 1)
         throw std::logic_error("a fresh key was not reserved");
-    b.transfer(id);
+    b.work.transfer(id);
     b.complete.bind(1, key.digest().data(), 16).bind(2, now_ms()).run();
-    b.commit.run();
+    b.work.commit.run();
 }
 
 // A lookup (a retry replays before any work), the work, one INSERT of the completed record.
 void one_write(bank& b, statement& lookup, statement& insert, std::uint64_t id) {
     const record_key key = transfer_key(id);
     const std::int64_t now = now_ms();
-    b.begin.run();
+    b.work.begin.run();
     if (lookup.bind(1, key.digest().data(), 16).bind(2, now).run() != 0)
         throw std::logic_error("a fresh key was found");
-    b.transfer(id);
+    b.work.transfer(id);
     insert.bind(1, key.digest().data(), 16).bind(2, now_ms()).run();
-    b.commit.run();
+    b.work.commit.run();
 }
 
 const char* level_name(sqlite_synchronous s) {
@@ -235,7 +212,7 @@ void run_at_page_size(const options& o, report& out, int page_size) {
             return [&, op = std::move(op)] { return measure([&](std::uint64_t) { op(next_transfer++); }, o.span); };
         };
         const std::vector<std::function<double()>> subjects{
-            timed([&](std::uint64_t id) { bare(b, id); }),
+            timed([&](std::uint64_t id) { b.work.bare(id); }),
             timed([&](std::uint64_t id) { idem_inside(b, exec, id); }),
             timed([&](std::uint64_t id) { idem_inside(b, exec, id, true); }),
             timed([&](std::uint64_t id) { reserve_first(b, id); }),

@@ -48,43 +48,30 @@ public:
     round_trips& operator=(const round_trips&) = delete;
 
     int count() {
-        std::fflush(trace_);
-        std::rewind(trace_);
         int n = 0;
-        char line[4096];
-        while (std::fgets(line, sizeof line, trace_) != nullptr) {
-            const std::string_view l(line);
-            if (l.starts_with("F\t") &&
-                (l.find("\tSync") != std::string_view::npos || l.find("\tQuery\t") != std::string_view::npos))
-                ++n;
-        }
-        std::rewind(trace_);
+        each_sent([&](std::string_view l) {
+            n += waits(l) ? 1 : 0;
+            return true;
+        });
         return n;
     }
     // Whether a message sent since the last reset() carried `command` (BEGIN, COMMIT).
     bool sent(std::string_view command) {
-        std::fflush(trace_);
-        std::rewind(trace_);
         bool found = false;
-        char line[4096];
-        while (!found && std::fgets(line, sizeof line, trace_) != nullptr)
-            found = std::string_view(line).starts_with("F\t") && carries(line, command);
-        std::fseek(trace_, 0, SEEK_END);
+        each_sent([&](std::string_view l) {
+            found = carries(l, command);
+            return !found;
+        });
         return found;
     }
     // The round trips completed before the first message that carried `command`.
     int before(std::string_view command) {
-        std::fflush(trace_);
-        std::rewind(trace_);
         int n = 0;
-        char line[4096];
-        while (std::fgets(line, sizeof line, trace_) != nullptr) {
-            const std::string_view l(line);
-            if (!l.starts_with("F\t")) continue;
-            if (carries(l, command)) break;
-            if (l.find("\tSync") != std::string_view::npos || l.find("\tQuery\t") != std::string_view::npos) ++n;
-        }
-        std::fseek(trace_, 0, SEEK_END);
+        each_sent([&](std::string_view l) {
+            if (carries(l, command)) return false;
+            n += waits(l) ? 1 : 0;
+            return true;
+        });
         return n;
     }
     void reset() {
@@ -96,6 +83,20 @@ public:
     }
 
 private:
+    // Calls more(line) on each message sent since the last reset(), while it returns true.
+    template <class More>
+    void each_sent(More more) {
+        std::fflush(trace_);
+        std::rewind(trace_);
+        char line[4096];
+        while (std::fgets(line, sizeof line, trace_) != nullptr)
+            if (std::string_view(line).starts_with("F\t") && !more(std::string_view(line))) break;
+        std::fseek(trace_, 0, SEEK_END);
+    }
+    // A message after which libpq waits for the server.
+    static bool waits(std::string_view line) {
+        return line.find("\tSync") != std::string_view::npos || line.find("\tQuery\t") != std::string_view::npos;
+    }
     // As text (Query, Parse), or by the name of the store's statement prepared for it (Bind of "idem1_begin").
     static bool carries(std::string_view line, std::string_view command) {
         std::string named = "_";
@@ -142,6 +143,29 @@ void replay_until_lookups_go_first(executor_fixture& f, idem::transaction_runner
     }
     FAIL("the replays kept sending BEGIN");
 }
+
+// One of several duplicate transfers of `key`, each on its own connection:
+// its work waits at `inside` until every duplicate has looked the key up.
+struct duplicates {
+    executor_fixture& f;
+    std::string key;
+    std::barrier<>& inside;
+    std::atomic<int> executed{0}, replayed{0};
+
+    void run(idem::transaction_runner& runner) {
+        auto e = idem::detail::execute_in_transaction(
+            f.exec, runner, bank::transfer_key(key), bank::fingerprint, {},
+            [&](unit_of_work& tx) {
+                ++f.runs;
+                inside.arrive_and_wait();
+                bank::move_money(tx.sql(), key, 10);
+                return std::string("moved 10");
+            },
+            f.codec);
+        if (e.status() == execution_status::executed) ++executed;
+        if (e.status() == execution_status::replayed && e.value() == "moved 10") ++replayed;
+    }
+};
 
 }  // namespace
 
@@ -336,27 +360,14 @@ TEST_CASE("execute_in_transaction: duplicates on their own connections all run; 
     std::vector<std::unique_ptr<executor_fixture::connection>> connections;
     for (int t = 0; t < threads; ++t)
         connections.push_back(std::make_unique<executor_fixture::connection>(*f.database));
-    std::barrier all_inside(threads);  // nobody commits before every duplicate has looked the key up
-    std::atomic<int> executed{0}, replayed{0};
+    std::barrier<> all_inside(threads);  // nobody commits before every duplicate has looked the key up
+    duplicates d1{f, "d-1", all_inside};
     std::vector<std::jthread> pool;
-    for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            auto e = idem::detail::execute_in_transaction(
-                f.exec, *connections[t]->runner, bank::transfer_key("d-1"), bank::fingerprint, {},
-                [&](unit_of_work& tx) {
-                    ++f.runs;
-                    all_inside.arrive_and_wait();
-                    bank::move_money(tx.sql(), "d-1", 10);
-                    return std::string("moved 10");
-                },
-                f.codec);
-            if (e.status() == execution_status::executed) ++executed;
-            if (e.status() == execution_status::replayed && e.value() == "moved 10") ++replayed;
-        });
+    for (int t = 0; t < threads; ++t) pool.emplace_back([&, t] { d1.run(*connections[t]->runner); });
     pool.clear();
     CHECK(f.runs == threads);
-    CHECK(executed == 1);
-    CHECK(replayed == threads - 1);
+    CHECK(d1.executed == 1);
+    CHECK(d1.replayed == threads - 1);
     CHECK(f.ledger() == 1);
     CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
     CHECK(f.sink->count(idem::outcome::executed, idem::mode::enforce) == 1);
@@ -509,6 +520,26 @@ void wait_for_a_lock_wait(soci::session& admin) {
     FAIL("no backend ever waited for the lock");
 }
 
+// Runs `call` on another thread while a transaction on the fixture's connection
+// holds what hold(tx) locked, and commits that transaction once the call waits for it.
+template <class Call>
+auto while_held(executor_fixture& f, soci::session& admin, const std::function<void(unit_of_work&)>& hold, Call call) {
+    std::promise<void> locked, go;
+    std::jthread holder([&] {
+        f.runner->run([&](unit_of_work& tx) {
+            hold(tx);
+            locked.set_value();
+            go.get_future().wait();
+        });
+    });
+    locked.get_future().wait();
+    auto answer = std::async(std::launch::async, call);
+    wait_for_a_lock_wait(admin);
+    go.set_value();
+    holder.join();
+    return answer.get();
+}
+
 }  // namespace
 
 TEST_CASE("execute_in_transaction, lookups before BEGIN: a record completed or expired after the lookup decides") {
@@ -524,23 +555,18 @@ TEST_CASE("execute_in_transaction, lookups before BEGIN: a record completed or e
     // it, then replays the completed record without running the work.
     auto held = f.store->try_reserve(bank::transfer_key("x-1"), bank::fingerprint, 1min);
     REQUIRE(held.status == reservation_status::reserved);
-    std::promise<void> locked, go;
-    std::jthread completer([&] {
-        f.runner->run([&](unit_of_work& tx) {
+    const auto call = [&](const std::string& key) {
+        return [&f, &other, key] {
+            return idem::detail::execute_in_transaction(f.exec, *other.runner, bank::transfer_key(key),
+                                                        bank::fingerprint, {}, f.operation(key), f.codec);
+        };
+    };
+    auto e = while_held(
+        f, admin,
+        [&](unit_of_work& tx) {
             REQUIRE(f.store->complete(tx, bank::transfer_key("x-1"), held.token, bank::fingerprint, "moved 10", 1h));
-            locked.set_value();
-            go.get_future().wait();
-        });
-    });
-    locked.get_future().wait();
-    auto later = std::async(std::launch::async, [&] {
-        return idem::detail::execute_in_transaction(f.exec, *other.runner, bank::transfer_key("x-1"), bank::fingerprint,
-                                                    {}, f.operation("x-1"), f.codec);
-    });
-    wait_for_a_lock_wait(admin);
-    go.set_value();
-    completer.join();
-    auto e = later.get();
+        },
+        call("x-1"));
     CHECK(e.status() == execution_status::replayed);
     CHECK(e.value() == "moved 10");
     CHECK(trips.before("BEGIN") == 1);  // the lookup went first
@@ -550,24 +576,14 @@ TEST_CASE("execute_in_transaction, lookups before BEGIN: a record completed or e
     trips.reset();
     auto stale = f.store->try_reserve(bank::transfer_key("x-2"), bank::fingerprint, 1min);
     REQUIRE(stale.status == reservation_status::reserved);
-    std::promise<void> locked_again, go_again;
-    std::jthread expirer([&] {
-        f.runner->run([&](unit_of_work& tx) {
+    auto taken = while_held(
+        f, admin,
+        [&](unit_of_work& tx) {
             tx.sql() << "UPDATE idem_records SET expires_at = now() - interval '1 second' WHERE key_hash = '\\x" +
                             idem::test::record_id_hex(bank::transfer_key("x-2")) + "'";
-            locked_again.set_value();
-            go_again.get_future().wait();
-        });
-    });
-    locked_again.get_future().wait();
-    auto taken = std::async(std::launch::async, [&] {
-        return idem::detail::execute_in_transaction(f.exec, *other.runner, bank::transfer_key("x-2"), bank::fingerprint,
-                                                    {}, f.operation("x-2"), f.codec);
-    });
-    wait_for_a_lock_wait(admin);
-    go_again.set_value();
-    expirer.join();
-    CHECK(taken.get().status() == execution_status::executed);
+        },
+        call("x-2"));
+    CHECK(taken.status() == execution_status::executed);
     CHECK(trips.before("BEGIN") == 1);
     CHECK(f.runs == 1);
     CHECK(f.ledger() == 1);
@@ -580,28 +596,15 @@ TEST_CASE("execute_in_transaction, lookups before BEGIN: duplicates that both ra
     executor_fixture::connection other(*f.database);
     replay_until_lookups_go_first(f, *f.runner);
     replay_until_lookups_go_first(f, *other.runner);
-    std::barrier both_inside(2);  // neither commits before both have looked the key up and found nothing
-    std::atomic<int> executed{0}, replayed{0};
-    const auto duplicate = [&](idem::transaction_runner& runner) {
-        auto e = idem::detail::execute_in_transaction(
-            f.exec, runner, bank::transfer_key("d-9"), bank::fingerprint, {},
-            [&](unit_of_work& tx) {
-                ++f.runs;
-                both_inside.arrive_and_wait();
-                bank::move_money(tx.sql(), "d-9", 10);
-                return std::string("moved 10");
-            },
-            f.codec);
-        if (e.status() == execution_status::executed) ++executed;
-        if (e.status() == execution_status::replayed && e.value() == "moved 10") ++replayed;
-    };
+    std::barrier<> both_inside(2);  // neither commits before both have looked the key up and found nothing
+    duplicates d9{f, "d-9", both_inside};
     {
-        std::jthread first([&] { duplicate(*f.runner); });
-        duplicate(*other.runner);
+        std::jthread first([&] { d9.run(*f.runner); });
+        d9.run(*other.runner);
     }
     CHECK(f.runs == 2);
-    CHECK(executed == 1);
-    CHECK(replayed == 1);
+    CHECK(d9.executed == 1);
+    CHECK(d9.replayed == 1);
     CHECK(f.ledger() == 1);
     CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
 }
