@@ -163,8 +163,10 @@ private:
     }
 };
 
-// Purges while reservations run; the report's note.
-std::string timed_purge(record_store& traffic_store, const std::function<std::size_t(std::size_t, duration)>& batch) {
+// Purges `expired` of `rows` records by `batch` (`how`) while reservations run,
+// against the same traffic alone.
+void timed_purge(report& out, std::size_t expired, std::size_t rows, const std::string& how,
+                 record_store& traffic_store, const std::function<std::size_t(std::size_t, duration)>& batch) {
     std::atomic<bool> stop_alone{false};
     std::vector<double> alone;
     std::thread quiet([&] { alone = reserve_latencies(traffic_store, stop_alone, "alone"); });
@@ -196,12 +198,18 @@ std::string timed_purge(record_store& traffic_store, const std::function<std::si
     const latency with = percentiles(during), without = percentiles(alone);
     const latency batches = percentiles(batch_ms);  // milliseconds, in fields named for microseconds
     const double deleted = static_cast<double>(purged.deleted);
-    return std::to_string(purged.deleted) + " rows: " + fixed(deleted / wall_s) + " rows/s with its rests (" +
-           fixed(wall_s, 1) + " s), " + fixed(deleted / (working_ms / 1000)) +
-           " rows/s while deleting; batch p50/p99 " + fixed(batches.p50_us, 1) + "/" + fixed(batches.p99_us, 1) +
-           " ms; a run with nothing to purge " + fixed(idle_ms, 1) + " ms; reserve p50/p99 " + fixed(with.p50_us) +
-           "/" + fixed(with.p99_us) + " us during vs " + fixed(without.p50_us) + "/" + fixed(without.p99_us) +
-           " us without";
+    out.add({.group = "sqlite-layout",
+             .name = "purge " + std::to_string(expired) + " expired of " + std::to_string(rows) + " rows, " + how,
+             .subject = "reserve+complete latency during purge",
+             .baseline = "the same traffic without purge",
+             .result = {{1e6 / with.p50_us, with.p50_us * 1000}, {1e6 / without.p50_us, without.p50_us * 1000}},
+             .unit = "ops/s (1/p50)",
+             .note = std::to_string(purged.deleted) + " rows: " + fixed(deleted / wall_s) + " rows/s with its rests (" +
+                     fixed(wall_s, 1) + " s), " + fixed(deleted / (working_ms / 1000)) +
+                     " rows/s while deleting; batch p50/p99 " + fixed(batches.p50_us, 1) + "/" +
+                     fixed(batches.p99_us, 1) + " ms; a run with nothing to purge " + fixed(idle_ms, 1) +
+                     " ms; reserve p50/p99 " + fixed(with.p50_us) + "/" + fixed(with.p99_us) + " us during vs " +
+                     fixed(without.p50_us) + "/" + fixed(without.p99_us) + " us without"});
 }
 
 }  // namespace
@@ -246,31 +254,16 @@ void run_sqlite_layout(const options& o, report& out) {
                      .unit = "transfers/s"});
     }
 
+    const sqlite_connection_options normal{.synchronous = sqlite_synchronous::normal};
     {
-        sqlite_store store({.path = indexed, .connection = {.synchronous = sqlite_synchronous::normal}});
-        const std::string note = timed_purge(
-            store, [&](std::size_t limit, duration older_than) { return store.purge_batch(limit, older_than); });
-        out.add({.group = "sqlite-layout",
-                 .name = "purge " + std::to_string(expired) + " expired of " + std::to_string(rows) + " rows",
-                 .subject = "by the expires_at index",
-                 .baseline = "",
-                 .result = {},
-                 .unit = "",
-                 .note = note});
+        sqlite_store store({.path = indexed, .connection = normal});
+        timed_purge(out, expired, rows, "by the expires_at index", store,
+                    [&](std::size_t limit, duration older_than) { return store.purge_batch(limit, older_than); });
     }
-    {
-        sqlite_store store({.path = cursor, .connection = {.synchronous = sqlite_synchronous::normal}});
-        cursor_purge purger(cursor);
-        const std::string note =
-            timed_purge(store, [&](std::size_t limit, duration older_than) { return purger.batch(limit, older_than); });
-        out.add({.group = "sqlite-layout",
-                 .name = "purge " + std::to_string(expired) + " expired of " + std::to_string(rows) + " rows",
-                 .subject = "by a cursor over the primary key",
-                 .baseline = "",
-                 .result = {},
-                 .unit = "",
-                 .note = note});
-    }
+    sqlite_store store({.path = cursor, .connection = normal});
+    cursor_purge purger(cursor);
+    timed_purge(out, expired, rows, "by a cursor over the primary key", store,
+                [&](std::size_t limit, duration older_than) { return purger.batch(limit, older_than); });
 }
 
 }  // namespace idem::bench
