@@ -37,7 +37,7 @@ public:
         auto& last = dynamic_cast<pg::deferred&>(statement);
         pg::pipeline p(conn());
         last.queue(p);
-        if (then_commit) p.query("COMMIT", "COMMIT");
+        if (then_commit) last.queue_commit(p);
         try {
             p.run();
         } catch (const store_error&) {
