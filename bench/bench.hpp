@@ -18,7 +18,7 @@ struct options {
     std::string postgresql;                    // conninfo; empty: skip PostgreSQL
     int clients = 0;                           // scenario pg-clients: connections
     std::size_t steady_rows = 1'000'000;       // steady-state scenarios: records (and ledger lines) prefilled
-    std::size_t expired_rows = 0;              // scenario pg-purge: of those, expired (0: a tenth)
+    std::size_t expired_rows = 0;              // pg-purge, sqlite-layout: of those, expired (0: a tenth)
     std::vector<int> client_counts{1, 8, 16};  // steady-state PostgreSQL: clients per configuration
 };
 
@@ -55,6 +55,7 @@ void run_sqlite(const options& o, report& out);
 void run_postgresql(const options& o, report& out);
 void run_postgresql_clients(const options& o, int clients, report& out);
 void run_sqlite_steady(const options& o, report& out);
+void run_sqlite_layout(const options& o, report& out);
 void run_postgresql_steady(const options& o, report& out);
 void run_postgresql_purge(const options& o, report& out);
 void run_sqlite_mapping(const options& o, report& out);

@@ -1,11 +1,13 @@
 // idem-bench: what idempotency costs, measured against the bare work in the same run.
-//   idem-bench [--scenario all|memory|sqlite|postgresql|pg-clients|sqlite-steady|pg-steady|pg-purge|mapping-steady]
+//   idem-bench [--scenario all|memory|sqlite|postgresql|pg-clients|sqlite-steady|sqlite-layout|pg-steady|pg-purge|
+//              mapping-steady]
 //              [--seconds S] [--rounds N] [--sqlite-dir D] [--postgresql CONNINFO] [--clients N] [--rows N]
 //              [--client-counts 1,8,16] [--expired N]
 // "all" runs the hot-row scenarios; the steady-state ones prefill their tables
 // first (--rows records) and run on their own. mapping-steady: the steady-state
 // transfer through mapped objects against the same statements by hand (SQLite,
-// and PostgreSQL with --postgresql).
+// and PostgreSQL with --postgresql). sqlite-layout: idem's SQLite file with and
+// without the expires_at index (--rows records, --expired of them expired).
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -82,6 +84,7 @@ int main(int argc, char** argv) {
 #ifdef IDEM_BENCH_SQLITE
     if (scenario == "all" || scenario == "sqlite") idem::bench::run_sqlite(o, out);
     if (scenario == "sqlite-steady") idem::bench::run_sqlite_steady(o, out);
+    if (scenario == "sqlite-layout") idem::bench::run_sqlite_layout(o, out);
     if (scenario == "mapping-steady") idem::bench::run_sqlite_mapping(o, out);
 #endif
 #ifdef IDEM_BENCH_POSTGRESQL

@@ -13,71 +13,19 @@
 #include <memory>
 
 #include <soci/soci.h>
-#include <soci/sqlite3/soci-sqlite3.h>
 
 #include "bench.hpp"
 #include "idem/detail/run_owned.hpp"
 #include "idem/executor.hpp"
 #include "idem/sqlite_store.hpp"
 #include "idem/transaction_runner.hpp"
+#include "sqlite_api.hpp"
+#include "sqlite_transfer.hpp"
 #include "steady_state.hpp"
 #include "steady_tables.hpp"
 
 namespace idem::bench {
 namespace {
-
-using sqlite_api::sqlite3;
-using sqlite_api::sqlite3_stmt;
-
-sqlite3* native(soci::session& s) {
-    return static_cast<soci::sqlite3_session_backend*>(s.get_backend())->conn_;
-}
-
-void exec(sqlite3* db, const std::string& sql) {
-    char* message = nullptr;
-    if (sqlite_api::sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-        const std::string why = message != nullptr ? message : "?";
-        sqlite_api::sqlite3_free(message);
-        throw std::runtime_error("bench: " + why + " in " + sql);
-    }
-}
-
-// A statement prepared once; each use binds, steps to the end and resets.
-class statement {
-public:
-    statement(sqlite3* db, const char* sql) : db_(db) {
-        if (sqlite_api::sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK)
-            throw std::runtime_error(std::string("bench: ") + sqlite_api::sqlite3_errmsg(db) + " in " + sql);
-    }
-    ~statement() { sqlite_api::sqlite3_finalize(stmt_); }
-    statement(const statement&) = delete;
-    statement& operator=(const statement&) = delete;
-
-    statement& bind(int i, std::int64_t v) { return check(sqlite_api::sqlite3_bind_int64(stmt_, i, v)); }
-    statement& bind(int i, const void* data, std::size_t size) {
-        return check(sqlite_api::sqlite3_bind_blob(stmt_, i, data, static_cast<int>(size), SQLITE_STATIC));
-    }
-    statement& bind(int i, const std::string& text) {
-        return check(
-            sqlite_api::sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_STATIC));
-    }
-    // Runs to the end; how many rows it returned. A constraint failure throws.
-    int run() {
-        int rows = 0, rc;
-        while ((rc = sqlite_api::sqlite3_step(stmt_)) == SQLITE_ROW) ++rows;
-        sqlite_api::sqlite3_reset(stmt_);
-        if (rc != SQLITE_DONE) throw std::runtime_error(std::string("bench: ") + sqlite_api::sqlite3_errmsg(db_));
-        return rows;
-    }
-
-private:
-    statement& check(int rc) {
-        if (rc != SQLITE_OK) throw std::runtime_error(std::string("bench: bind: ") + sqlite_api::sqlite3_errmsg(db_));
-        return *this;
-    }
-    sqlite3* db_;
-    sqlite3_stmt* stmt_ = nullptr;
-};
 
 void prefill(sqlite3* db, std::size_t rows) {
     const std::string n = std::to_string(rows);
@@ -88,12 +36,7 @@ void prefill(sqlite3* db, std::size_t rows) {
     // read a page from the file for nearly every row.
     exec(db, "PRAGMA cache_size = -524288");
     exec(db, "BEGIN");
-    exec(db, "CREATE TABLE bench_accounts (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL)");
-    exec(db,
-         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
-         "INSERT INTO bench_accounts SELECT i, 1000000000 FROM n");
-    exec(db, "CREATE TABLE bench_ledger (transfer_id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)");
-    exec(db, series + "INSERT INTO bench_ledger SELECT i, 1 FROM n");
+    sqlite_transfer::create_tables(db, rows);
     exec(db, series +
                  "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
                  "expires_at, updated_at) SELECT randomblob(16), 'bench.transfer', 'fp', "
@@ -136,8 +79,7 @@ struct bank {
     soci::session session;
     std::unique_ptr<transaction_runner> runner;
     sqlite3* db;
-    std::mt19937_64 rng{0x5eed};
-    statement begin, commit, rollback, debit, credit, ledger;
+    sqlite_transfer work;
     statement reserve, complete, lookup, insert_completed, unindexed_lookup, unindexed_insert, lean_rowid_lookup,
         lean_rowid_insert, lean_norowid_lookup, lean_norowid_insert;
 
@@ -145,12 +87,7 @@ struct bank {
         : store(
               std::make_shared<sqlite_store>(sqlite_store_options{.path = path, .connection = {.synchronous = sync}})),
           db(open(session, path, sync)),
-          begin(db, "BEGIN IMMEDIATE"),
-          commit(db, "COMMIT"),
-          rollback(db, "ROLLBACK"),
-          debit(db, "UPDATE bench_accounts SET balance = balance - 1 WHERE id = ?1"),
-          credit(db, "UPDATE bench_accounts SET balance = balance + 1 WHERE id = ?1"),
-          ledger(db, "INSERT INTO bench_ledger (transfer_id, amount) VALUES (?1, 1)"),
+          work(db),
           reserve(db,
                   "INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, "
                   "expires_at, updated_at) VALUES (?1, 'bench.transfer', 'fp', 'token', 0, NULL, "
@@ -185,13 +122,6 @@ struct bank {
         runner = std::make_unique<transaction_runner>(session);
     }
 
-    void transfer(std::uint64_t id) {
-        const auto [from, to] = account_pair(rng);
-        debit.bind(1, from).run();
-        credit.bind(1, to).run();
-        ledger.bind(1, static_cast<std::int64_t>(id)).run();
-    }
-
 private:
     static sqlite3* open(soci::session& s, const std::string& path, sqlite_synchronous sync) {
         open_sqlite_session(s, path, {.synchronous = sync});
@@ -201,19 +131,13 @@ private:
 
 std::uint64_t next_transfer = 0;
 
-void bare(bank& b, std::uint64_t id) {
-    b.begin.run();
-    b.transfer(id);
-    b.commit.run();
-}
-
 // execute_in_transaction: by default the lookup, the work and one INSERT;
 // `reserve_first` as before the one-statement form (reserve, work, complete).
 void idem_inside(bank& b, executor& exec, std::uint64_t id, bool reserve_first = false) {
     require_executed(idem::detail::execute_in_transaction(
         exec, *b.runner, transfer_key(id), "fp", {.reserve_first = reserve_first},
         [&](unit_of_work&) {
-            b.transfer(id);
+            b.work.transfer(id);
             return std::string("ok");
         },
         string_codec{}));
@@ -222,24 +146,24 @@ void idem_inside(bank& b, executor& exec, std::uint64_t id, bool reserve_first =
 void reserve_first(bank& b, std::uint64_t id) {
     const record_key key = transfer_key(id);
     const std::int64_t now = now_ms();
-    b.begin.run();
+    b.work.begin.run();
     if (b.reserve.bind(1, key.digest().data(), 16).bind(2, now).run() != 1)
         throw std::logic_error("a fresh key was not reserved");
-    b.transfer(id);
+    b.work.transfer(id);
     b.complete.bind(1, key.digest().data(), 16).bind(2, now_ms()).run();
-    b.commit.run();
+    b.work.commit.run();
 }
 
 // A lookup (a retry replays before any work), the work, one INSERT of the completed record.
 void one_write(bank& b, statement& lookup, statement& insert, std::uint64_t id) {
     const record_key key = transfer_key(id);
     const std::int64_t now = now_ms();
-    b.begin.run();
+    b.work.begin.run();
     if (lookup.bind(1, key.digest().data(), 16).bind(2, now).run() != 0)
         throw std::logic_error("a fresh key was found");
-    b.transfer(id);
+    b.work.transfer(id);
     insert.bind(1, key.digest().data(), 16).bind(2, now_ms()).run();
-    b.commit.run();
+    b.work.commit.run();
 }
 
 const char* level_name(sqlite_synchronous s) {
@@ -288,7 +212,7 @@ void run_at_page_size(const options& o, report& out, int page_size) {
             return [&, op = std::move(op)] { return measure([&](std::uint64_t) { op(next_transfer++); }, o.span); };
         };
         const std::vector<std::function<double()>> subjects{
-            timed([&](std::uint64_t id) { bare(b, id); }),
+            timed([&](std::uint64_t id) { b.work.bare(id); }),
             timed([&](std::uint64_t id) { idem_inside(b, exec, id); }),
             timed([&](std::uint64_t id) { idem_inside(b, exec, id, true); }),
             timed([&](std::uint64_t id) { reserve_first(b, id); }),

@@ -1,21 +1,22 @@
 // The outbox relay: threads that claim due messages (one short transaction),
-// deliver them outside any transaction, and settle the claim (another):
-// delivered, due again after the backoff, or dead. A relay that dies between
-// the two loses nothing: its claim's lease ends and the messages are due again,
-// so delivery is at least once and a receiver dedupes by message id.
+// deliver them outside any transaction, and settle the claim (in the next
+// claim's transaction): delivered, due again after the backoff, or dead. A
+// relay that dies between the two loses nothing: its claim's lease ends and
+// the messages are due again, so delivery is at least once and a receiver
+// dedupes by message id.
 #include "idem/outbox_relay.hpp"
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
+#include <memory>
+#include <optional>
 #include <stdexcept>
-#include <thread>
 
 #include "idem/database.hpp"
 #include "idem/error.hpp"
 #include "internal/crypto.hpp"
 #include "internal/retry_schedule.hpp"
+#include "pass_threads.hpp"
 #include "sql/outbox_table.hpp"
 
 namespace idem {
@@ -58,21 +59,21 @@ struct IDEM_LOCAL outbox_relay::impl {
     outbox_relay_options options;
     detail::retry_schedule backoff;
 
-    std::mutex lifecycle;  // one start() or stop() at a time, so a start never meets threads still ending
-    std::mutex mutex;      // guards threads, stopping, last_report
-    std::condition_variable wake;
-    std::vector<std::thread> threads;
-    bool stopping = false;
-    std::chrono::steady_clock::time_point last_report{};
-
     std::atomic<std::uint64_t> delivered{0};
     std::atomic<std::uint64_t> failed{0};
+    detail::pass_threads threads;
 
     impl(database& d, std::shared_ptr<outbox_sink> s, outbox_relay_options o)
         : db(d),
           sink(std::move(s)),
           options(std::move(o)),
-          backoff{.first = options.first_backoff, .ceiling = options.max_backoff} {
+          backoff{.first = options.first_backoff, .ceiling = options.max_backoff},
+          threads([this] { return thread_rounds(); }, [this] { options.telemetry->on_outbox(metrics()); },
+                  {.threads = options.threads,
+                   .idle_wait = options.idle_wait,
+                   .report_every = options.report_every,
+                   .failure_event = "idem.outbox.relay_failed",
+                   .telemetry = options.telemetry}) {
         if (!options.telemetry) options.telemetry = null_sink();
     }
 
@@ -148,82 +149,42 @@ struct IDEM_LOCAL outbox_relay::impl {
         return claimed.size();
     }
 
+    // A thread's rounds: each settles the batch before (delivered outside any
+    // transaction) and claims the next in one transaction, where run_once()
+    // takes two; the next message of a key just delivered, due now, may be
+    // claimed in that same transaction. A round whose transaction fails keeps
+    // its batch to settle with the next claim (a claim whose lease ended
+    // meanwhile is another relay's: settling touches none of its messages);
+    // the thread settles what is left when it stops.
+    detail::thread_work thread_rounds() {
+        auto unsettled = std::make_shared<std::optional<outcome>>();
+        return {.pass = [this, unsettled] { return round(*unsettled); },
+                .finish =
+                    [this, unsettled] {
+                        if (!*unsettled) return;
+                        db.transact([&](unit_of_work& uow) { settle(uow, **unsettled); });
+                        delivered += (*unsettled)->delivered;
+                    }};
+    }
+
+    std::size_t round(std::optional<outcome>& unsettled) {
+        claim_ticket ticket;
+        std::vector<table::claimed_row> claimed = db.transact([&](unit_of_work& uow) {
+            if (unsettled) settle(uow, *unsettled);
+            return claim(uow, ticket);
+        });
+        if (unsettled) delivered += unsettled->delivered;
+        unsettled.reset();
+        if (claimed.empty()) return 0;
+        unsettled = deliver(claimed, std::move(ticket));
+        return claimed.size();
+    }
+
     outbox_metrics metrics() {
         outbox_metrics m = outbox_backlog(db);
         m.delivered = delivered.load();
         m.failed = failed.load();
         return m;
-    }
-
-    // One thread reports at a time, at most every report_every.
-    void maybe_report() {
-        if (options.report_every.count() == 0) return;
-        {
-            std::lock_guard lock(mutex);
-            const auto now = std::chrono::steady_clock::now();
-            if (now - last_report < options.report_every) return;
-            last_report = now;
-        }
-        options.telemetry->on_outbox(metrics());
-    }
-
-    // Waits `pause` unless stop() is called meanwhile; false once stopping.
-    bool rest(std::chrono::milliseconds pause) {
-        std::unique_lock lock(mutex);
-        return !wake.wait_for(lock, pause, [&] { return stopping; });
-    }
-
-    // A thread's rounds: each settles the batch before (delivered outside any
-    // transaction) and claims the next in one transaction, where run_once()
-    // takes two; the next message of a key just delivered, due now, may be
-    // claimed in that same transaction.
-    void loop() {
-        std::optional<outcome> unsettled;  // delivered, not yet settled
-        int failures = 0;
-        for (;;) {
-            {
-                std::lock_guard lock(mutex);
-                if (stopping) break;
-            }
-            std::chrono::milliseconds pause{0};
-            try {
-                claim_ticket ticket;
-                std::vector<table::claimed_row> claimed = db.transact([&](unit_of_work& uow) {
-                    if (unsettled) settle(uow, *unsettled);
-                    return claim(uow, ticket);
-                });
-                if (unsettled) delivered += unsettled->delivered;
-                unsettled.reset();
-                failures = 0;
-                if (claimed.empty())
-                    pause = options.idle_wait;
-                else
-                    unsettled = deliver(claimed, std::move(ticket));
-                maybe_report();
-            } catch (const std::exception& e) {
-                // The database failed (down, busy): the settle is tried again with the
-                // next claim (a claim whose lease ended meanwhile is another relay's:
-                // settling touches none of its messages). Back off, doubling up to 64
-                // idle waits.
-                ++failures;
-                log_failure(e);
-                pause = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    detail::backoff_after({.first = options.idle_wait, .ceiling = options.idle_wait * 64}, failures));
-            }
-            if (pause.count() > 0 && !rest(pause)) break;
-        }
-        if (!unsettled) return;
-        try {
-            db.transact([&](unit_of_work& uow) { settle(uow, *unsettled); });
-            delivered += unsettled->delivered;
-        } catch (const std::exception& e) {
-            log_failure(e);  // its messages come due again when their lease ends
-        }
-    }
-
-    void log_failure(const std::exception& e) {
-        options.telemetry->on_log(
-            {.level = log_level::warning, .name = "idem.outbox.relay_failed", .key_hash = {}, .message = e.what()});
     }
 };
 
@@ -237,29 +198,15 @@ outbox_relay::~outbox_relay() {
 }
 
 void outbox_relay::start() {
-    const std::lock_guard one_at_a_time(impl_->lifecycle);
-    std::lock_guard lock(impl_->mutex);
-    if (!impl_->threads.empty()) return;
-    impl_->stopping = false;
-    for (int i = 0; i < impl_->options.threads; ++i) impl_->threads.emplace_back([this] { impl_->loop(); });
+    impl_->threads.start();
 }
 
 void outbox_relay::stop() {
-    const std::lock_guard one_at_a_time(impl_->lifecycle);
-    std::vector<std::thread> ending;
-    {
-        std::lock_guard lock(impl_->mutex);
-        impl_->stopping = true;
-        ending = std::move(impl_->threads);
-        impl_->threads.clear();
-    }
-    impl_->wake.notify_all();
-    for (std::thread& t : ending) t.join();
+    impl_->threads.stop();
 }
 
 bool outbox_relay::running() const {
-    std::lock_guard lock(impl_->mutex);
-    return !impl_->threads.empty();
+    return impl_->threads.running();
 }
 
 std::size_t outbox_relay::run_once() {

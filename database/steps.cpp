@@ -9,13 +9,14 @@
 #include <chrono>
 #include <functional>
 #include <set>
-#include <span>
 #include <stdexcept>
 
 #include "idem/database.hpp"
 #include "idem/keys.hpp"
 #include "internal/crypto.hpp"
+#include "sql/operations_table.hpp"
 #include "sql/record_id.hpp"
+#include "sql/unnamed_statement.hpp"
 
 namespace idem {
 namespace detail {
@@ -25,27 +26,11 @@ constexpr int kind_step = 0;
 constexpr int kind_call = 1;
 
 std::string hex_of(std::string_view bytes) {
-    return hex(std::as_bytes(std::span(bytes.data(), bytes.size())));
+    return operations_table::to_hex(bytes);
 }
 
-int nibble(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-}
-
-// A stored result back to its bytes; anything but lowercase hex was not written by idem.
 std::string bytes_of(std::string_view text) {
-    std::string bytes;
-    bytes.reserve(text.size() / 2);
-    for (std::size_t i = 0; i + 1 < text.size(); i += 2) {
-        const int high = nibble(text[i]), low = nibble(text[i + 1]);
-        if (high < 0 || low < 0) break;
-        bytes.push_back(static_cast<char>(high * 16 + low));
-    }
-    if (bytes.size() * 2 != text.size())
-        throw store_error(store_failure::corrupt_record, "idem: a stored step result is not the hex idem writes");
-    return bytes;
+    return operations_table::from_hex(text);
 }
 
 long long millis(std::chrono::nanoseconds d) {
@@ -71,6 +56,7 @@ struct steps_state {
     std::string key_hash;   // what messages name the operation by
     std::string name_space;
     std::string fingerprint;  // hex
+    std::string input;        // the bytes the operation began with
     long long lease_ms = 0, retention_ms = 0, failure_retention_ms = 0;
     // The database's clock in milliseconds, so instances with skewed clocks agree.
     std::string now;
@@ -84,6 +70,9 @@ struct steps_state {
     std::size_t completed = 0;  // the steps this run stored or found stored
     std::set<std::string, std::less<>> names;
     std::size_t pending_call = 0;
+    bool compensating = false;        // this run undoes the operation, from `next` on
+    std::size_t compensate_from = 0;  // where its compensation's steps begin, when compensating
+    int completions = 0;              // the completer's runs of it, this one included (0: a request's run)
 
     // The position of the next step, after checking its name.
     std::size_t claim(std::string_view name) {
@@ -110,11 +99,11 @@ struct steps_state {
     // Moves the recovery point to `point` and renews the lease, under this run's fence.
     void advance(soci::session& sql, std::size_t point) const {
         const long long at = static_cast<long long>(point);
-        soci::statement update =
-            (sql.prepare << "UPDATE idem_operations SET recovery_point = :point, expires_at = " + now +
-                                " + :lease, updated_at = " + now +
-                                " WHERE record_id = :id AND fence = :fence AND state = 0",
-             soci::use(at), soci::use(lease_ms), soci::use(record_id), soci::use(fence));
+        soci::statement update = unnamed_statement(
+            sql,
+            "UPDATE idem_operations SET recovery_point = :point, expires_at = " + now +
+                " + :lease, updated_at = " + now + " WHERE record_id = :id AND fence = :fence AND state = 0",
+            soci::use(at), soci::use(lease_ms), soci::use(record_id), soci::use(fence));
         update.execute(true);
         if (update.get_affected_rows() != 1)
             throw lease_lost("idem: operation " + key_hash + " was taken over by a newer run: its step rolled back");
@@ -172,6 +161,18 @@ std::size_t steps::recovery_point() const noexcept {
 
 std::int64_t steps::fence() const noexcept {
     return state_->fence;
+}
+
+const std::string& steps::input() const noexcept {
+    return state_->input;
+}
+
+bool steps::compensating() const noexcept {
+    return state_->compensating;
+}
+
+int steps::completions() const noexcept {
+    return state_->completions;
 }
 
 execution_status steps::decision() const noexcept {
@@ -245,6 +246,23 @@ void steps::end_call(const std::string& answer) {
     ++s.completed;
 }
 
+std::optional<std::string> steps::stored_bytes(std::string_view name) const {
+    const detail::steps_state& s = *state_;
+    const std::string step_name(name);
+    // The operation's own steps: those before its compensation's, when it compensates.
+    const long long before = s.compensating ? static_cast<long long>(s.compensate_from) : -1;
+    return s.db->read([&](soci::session& sql) -> std::optional<std::string> {
+        std::string result;
+        soci::indicator result_null = soci::i_ok;
+        sql << "SELECT result FROM idem_steps WHERE record_id = :id AND name = :name AND state = 1 AND "
+               "(:before < 0 OR step_index < :before2)",
+            soci::into(result, result_null), soci::use(s.record_id), soci::use(step_name), soci::use(before),
+            soci::use(before);
+        if (!sql.got_data() || result_null != soci::i_ok) return std::nullopt;
+        return detail::bytes_of(result);
+    });
+}
+
 void steps::finish(const std::string& payload, classification how) {
     detail::steps_state& s = *state_;
     const std::string text = detail::hex_of(payload);
@@ -267,12 +285,11 @@ void steps::finish(const std::string& payload, classification how) {
         }
         const long long retention = how == classification::store_as_failure ? s.failure_retention_ms : s.retention_ms;
         const long long point = static_cast<long long>(s.next);
-        soci::statement update =
-            (sql.prepare << "UPDATE idem_operations SET state = 1, result = :result, recovery_point = :point, "
-                            "expires_at = " +
-                                s.now + " + :retention, updated_at = " + s.now +
-                                " WHERE record_id = :id AND fence = :fence AND state = 0",
-             soci::use(text), soci::use(point), soci::use(retention), soci::use(s.record_id), soci::use(s.fence));
+        soci::statement update = detail::unnamed_statement(
+            sql,
+            "UPDATE idem_operations SET state = 1, result = :result, recovery_point = :point, expires_at = " + s.now +
+                " + :retention, updated_at = " + s.now + " WHERE record_id = :id AND fence = :fence AND state = 0",
+            soci::use(text), soci::use(point), soci::use(retention), soci::use(s.record_id), soci::use(s.fence));
         update.execute(true);
         if (update.get_affected_rows() != 1)
             throw lease_lost("idem: operation " + s.key_hash + " was taken over by a newer run before it completed");
@@ -292,80 +309,194 @@ void steps::abandon() noexcept {
     }
 }
 
-steps database::start_steps(const record_key& key, std::string_view fingerprint, const execution_options& options) {
-    if (fingerprint.empty()) throw std::invalid_argument("idem: the fingerprint is empty");
-    const resolved_options resolved = executor().options().resolve(options);
-    auto state = std::make_unique<detail::steps_state>();
-    detail::steps_state& s = *state;
-    s.db = this;
-    s.record_id = detail::hex(detail::record_id(key.digest()));
-    s.key_hash = key.key_hash();
-    s.name_space = key.name_space();
-    s.fingerprint = detail::hex_of(fingerprint);
-    s.lease_ms = detail::millis(resolved.lease);
-    s.retention_ms = detail::millis(resolved.retention);
-    s.failure_retention_ms = detail::millis(resolved.failure_retention);
-    if (backend() == database_url::backend::postgresql) {
-        s.now = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
-        s.lock = " FOR UPDATE";
-    } else {
-        s.now = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
+void steps::fail(std::string_view what, std::chrono::milliseconds wait) noexcept {
+    detail::steps_state& s = *state_;
+    // The column is text: what an exception says, cut to 1 KiB of printable ASCII.
+    std::string kept(what.substr(0, 1024));
+    for (char& c : kept)
+        if (c < ' ' || c > '~') c = '?';
+    const long long wait_ms = wait.count();
+    try {
+        s.db->transact([&](unit_of_work& uow) {
+            uow.sql() << "UPDATE idem_operations SET expires_at = " + s.now +
+                             " + :wait, last_error = :e, updated_at = " + s.now +
+                             " WHERE record_id = :id AND fence = :fence AND state = 0",
+                soci::use(wait_ms), soci::use(kept), soci::use(s.record_id), soci::use(s.fence);
+        });
+    } catch (...) {
+        // The lease then ends when it would have; the next pass takes it over after it.
     }
-    transact([&](unit_of_work& uow) {
-        soci::session& sql = uow.sql();
-        s.decision = execution_status::executed;
-        s.stored_result.clear();
-        s.fence = 1;
-        s.recovery_point = 0;
-        soci::statement insert =
-            (sql.prepare << "INSERT INTO idem_operations (record_id, namespace, fingerprint, fence, recovery_point, "
-                            "state, expires_at, updated_at) VALUES (:id, :ns, :fp, 1, 0, 0, " +
-                                s.now + " + :lease, " + s.now + ") ON CONFLICT (record_id) DO NOTHING",
-             soci::use(s.record_id), soci::use(s.name_space), soci::use(s.fingerprint), soci::use(s.lease_ms));
-        insert.execute(true);
-        if (insert.get_affected_rows() == 1) return;
+}
 
-        std::string stored_fingerprint, result;
-        long long fence = 0, expires_at = 0, now = 0;
-        int recovery_point = 0, completed = 0;
-        soci::indicator result_null = soci::i_ok;
-        sql << "SELECT fingerprint, fence, recovery_point, state, result, expires_at, " + s.now +
-                   " FROM idem_operations WHERE record_id = :id" + s.lock,
-            soci::into(stored_fingerprint), soci::into(fence), soci::into(recovery_point), soci::into(completed),
-            soci::into(result, result_null), soci::into(expires_at), soci::into(now), soci::use(s.record_id);
-        const bool live = expires_at > now;
-        if (completed == 1 && live) {
-            if (stored_fingerprint != s.fingerprint) {
-                s.decision = execution_status::key_reused;
-            } else {
-                s.decision = execution_status::replayed;
-                s.stored_result = detail::bytes_of(result_null == soci::i_ok ? result : std::string());
-            }
-            return;
-        }
-        // Unfinished work belongs to the request that started it, live or not.
-        if (completed == 0 && stored_fingerprint != s.fingerprint) {
+namespace detail {
+namespace {
+
+// A run's state before it begins: what every statement needs to know of the
+// operation and of the database.
+std::unique_ptr<steps_state> state_for(database& db, std::string record_id, std::string name_space,
+                                       const resolved_options& resolved) {
+    auto state = std::make_unique<steps_state>();
+    steps_state& s = *state;
+    s.db = &db;
+    s.key_hash = record_id.substr(0, 16);  // what record_key::key_hash() prints: the digest's first 8 bytes
+    s.record_id = std::move(record_id);
+    s.name_space = std::move(name_space);
+    s.lease_ms = millis(resolved.lease);
+    s.retention_ms = millis(resolved.retention);
+    s.failure_retention_ms = millis(resolved.failure_retention);
+    return state;
+}
+
+// Clears what an earlier attempt of the start's transaction left, and reads
+// the dialect's clock and lock clause from the session the run begins on.
+void reset(soci::session& sql, steps_state& s) {
+    s.now = operations_table::clock(sql);
+    s.lock = operations_table::row_lock(sql);
+    s.decision = execution_status::executed;
+    s.stored_result.clear();
+    s.fence = 1;
+    s.recovery_point = 0;
+    s.next = 0;
+    s.completed = 0;
+    s.compensating = false;
+    s.completions = 0;
+}
+
+// A request's run: a new operation, a replay, or a takeover of one whose lease ended.
+void begin(soci::session& sql, steps_state& s, const std::string& input) {
+    reset(sql, s);
+    const std::string input_hex = hex_of(input);
+    soci::statement insert = unnamed_statement(
+        sql,
+        "INSERT INTO idem_operations (record_id, namespace, fingerprint, fence, recovery_point, state, expires_at, "
+        "updated_at, input) VALUES (:id, :ns, :fp, 1, 0, 0, " +
+            s.now + " + :lease, " + s.now + ", :input) ON CONFLICT (record_id) DO NOTHING",
+        soci::use(s.record_id), soci::use(s.name_space), soci::use(s.fingerprint), soci::use(s.lease_ms),
+        soci::use(input_hex));
+    insert.execute(true);
+    if (insert.get_affected_rows() == 1) {
+        s.input = input;
+        return;
+    }
+
+    std::string stored_fingerprint, result, stored_input;
+    long long fence = 0, expires_at = 0, now = 0, compensate_from = 0;
+    int recovery_point = 0, completed = 0;
+    soci::indicator result_null = soci::i_ok, input_null = soci::i_ok, compensate_null = soci::i_ok;
+    sql << "SELECT fingerprint, fence, recovery_point, state, result, expires_at, " + s.now +
+               ", input, compensate_from FROM idem_operations WHERE record_id = :id" + s.lock,
+        soci::into(stored_fingerprint), soci::into(fence), soci::into(recovery_point), soci::into(completed),
+        soci::into(result, result_null), soci::into(expires_at), soci::into(now), soci::into(stored_input, input_null),
+        soci::into(compensate_from, compensate_null), soci::use(s.record_id);
+    const bool live = expires_at > now;
+    if (completed == 1 && live) {
+        if (stored_fingerprint != s.fingerprint) {
             s.decision = execution_status::key_reused;
-            return;
+        } else {
+            s.decision = execution_status::replayed;
+            s.stored_result = bytes_of(result_null == soci::i_ok ? result : std::string());
         }
-        if (completed == 0 && live) {
-            s.decision = execution_status::in_flight;
-            return;
-        }
-        if (completed == 1) {  // its retention ended: a new operation under the key
-            sql << "DELETE FROM idem_steps WHERE record_id = :id", soci::use(s.record_id);
-            recovery_point = 0;
-        }
-        // A takeover: the fence moves on, so the run before it can write no step more.
-        const long long taken = fence + 1;
-        sql << "UPDATE idem_operations SET fingerprint = :fp, fence = :fence, recovery_point = :point, state = 0, "
-               "result = NULL, expires_at = " +
-                   s.now + " + :lease, updated_at = " + s.now + " WHERE record_id = :id",
-            soci::use(s.fingerprint), soci::use(taken), soci::use(recovery_point), soci::use(s.lease_ms),
+        return;
+    }
+    // Unfinished work belongs to the request that started it, live or not.
+    if (completed == 0 && stored_fingerprint != s.fingerprint) {
+        s.decision = execution_status::key_reused;
+        return;
+    }
+    // Being undone is the completer's: it runs the operation's compensation.
+    if (completed == 0 && (live || compensate_null == soci::i_ok)) {
+        s.decision = execution_status::in_flight;
+        return;
+    }
+    if (completed == 1) {  // its retention ended: a new operation under the key
+        sql << "DELETE FROM idem_steps WHERE record_id = :id", soci::use(s.record_id);
+        sql << "UPDATE idem_operations SET input = :input, completions = 0, compensate_from = NULL, last_error = NULL "
+               "WHERE record_id = :id",
+            soci::use(input_hex), soci::use(s.record_id);
+        recovery_point = 0;
+        s.input = input;
+    } else {
+        s.input = input_null == soci::i_ok ? bytes_of(stored_input) : std::string();
+    }
+    // A takeover: the fence moves on, so the run before it can write no step more.
+    const long long taken = fence + 1;
+    sql << "UPDATE idem_operations SET fingerprint = :fp, fence = :fence, recovery_point = :point, state = 0, "
+           "result = NULL, expires_at = " +
+               s.now + " + :lease, updated_at = " + s.now + " WHERE record_id = :id",
+        soci::use(s.fingerprint), soci::use(taken), soci::use(recovery_point), soci::use(s.lease_ms),
+        soci::use(s.record_id);
+    s.fence = taken;
+    s.recovery_point = static_cast<std::size_t>(recovery_point);
+    s.next = 0;
+}
+
+// The completer's run: a takeover of an unfinished operation whose lease ended,
+// which compensates once `compensate_after` runs of the completer failed.
+void take_over(soci::session& sql, steps_state& s, const completion_policy& policy) {
+    reset(sql, s);
+    std::string fingerprint, stored_input;
+    long long fence = 0, expires_at = 0, now = 0, from = 0, completions = 0;
+    int recovery_point = 0, state = 0;
+    soci::indicator input_null = soci::i_ok, from_null = soci::i_ok;
+    sql << "SELECT fingerprint, fence, recovery_point, state, expires_at, " + s.now +
+               ", input, compensate_from, completions FROM idem_operations WHERE record_id = :id AND namespace = :ns" +
+               s.lock,
+        soci::into(fingerprint), soci::into(fence), soci::into(recovery_point), soci::into(state),
+        soci::into(expires_at), soci::into(now), soci::into(stored_input, input_null), soci::into(from, from_null),
+        soci::into(completions), soci::use(s.record_id), soci::use(s.name_space);
+    // Finished, gone, or another run holds it now: nothing to take over.
+    if (!sql.got_data() || state != 0 || expires_at > now) {
+        s.decision = execution_status::in_flight;
+        return;
+    }
+    if (from_null != soci::i_ok && policy.compensates && completions >= policy.compensate_after) {
+        // The row is locked: every step stored before is counted.
+        sql << "SELECT COALESCE(MAX(step_index) + 1, 0) FROM idem_steps WHERE record_id = :id", soci::into(from),
             soci::use(s.record_id);
-        s.fence = taken;
-        s.recovery_point = static_cast<std::size_t>(recovery_point);
-    });
+        from_null = soci::i_ok;
+    }
+    const long long taken = fence + 1;
+    soci::indicator marked = from_null;
+    sql << "UPDATE idem_operations SET fence = :fence, completions = completions + 1, compensate_from = :from, "
+           "expires_at = " +
+               s.now + " + :lease, updated_at = " + s.now + " WHERE record_id = :id",
+        soci::use(taken), soci::use(from, marked), soci::use(s.lease_ms), soci::use(s.record_id);
+    s.fingerprint = std::move(fingerprint);
+    s.input = input_null == soci::i_ok ? bytes_of(stored_input) : std::string();
+    s.fence = taken;
+    s.recovery_point = static_cast<std::size_t>(recovery_point);
+    s.completions = static_cast<int>(completions) + 1;
+    if (from_null == soci::i_ok) {
+        // Its compensation's steps follow the operation's own; those stay as they are.
+        long long stored = 0;
+        sql << "SELECT COUNT(*) FROM idem_steps WHERE record_id = :id AND state = 1 AND step_index < :from",
+            soci::into(stored), soci::use(s.record_id), soci::use(from);
+        s.compensating = true;
+        s.compensate_from = static_cast<std::size_t>(from);
+        s.next = static_cast<std::size_t>(from);
+        s.completed = static_cast<std::size_t>(stored);
+    }
+}
+
+}  // namespace
+}  // namespace detail
+
+steps database::start_steps(const record_key& key, std::string_view fingerprint, const std::string& input,
+                            const execution_options& options) {
+    if (fingerprint.empty()) throw std::invalid_argument("idem: the fingerprint is empty");
+    std::unique_ptr<detail::steps_state> state = detail::state_for(
+        *this, detail::hex(detail::record_id(key.digest())), key.name_space(), executor().options().resolve(options));
+    detail::steps_state& s = *state;
+    s.fingerprint = detail::hex_of(fingerprint);
+    transact([&](unit_of_work& uow) { detail::begin(uow.sql(), s, input); });
+    return idem::steps(std::move(state));
+}
+
+steps database::take_over(const std::string& record_id, const std::string& name_space,
+                          const detail::completion_policy& policy, const execution_options& options) {
+    std::unique_ptr<detail::steps_state> state =
+        detail::state_for(*this, record_id, name_space, executor().options().resolve(options));
+    transact([&](unit_of_work& uow) { detail::take_over(uow.sql(), *state, policy); });
     return idem::steps(std::move(state));
 }
 

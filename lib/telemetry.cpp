@@ -114,6 +114,24 @@ std::string metrics_sink::render_prometheus() const {
             "# TYPE idem_outbox_lag_seconds gauge\nidem_outbox_lag_seconds {:.3f}\n",
             m.pending, m.dead, m.delivered, m.failed, std::chrono::duration<double>(m.lag).count());
     }
+    if (completer_) {
+        const completer_metrics& m = *completer_;
+        out += fmt::format(
+            "# HELP idem_completer_unfinished Operations in steps not finished.\n"
+            "# TYPE idem_completer_unfinished gauge\nidem_completer_unfinished {}\n"
+            "# HELP idem_completer_overdue Unfinished operations whose lease ended.\n"
+            "# TYPE idem_completer_overdue gauge\nidem_completer_overdue {}\n"
+            "# HELP idem_completer_completed_total Operations this completer completed.\n"
+            "# TYPE idem_completer_completed_total counter\nidem_completer_completed_total {}\n"
+            "# HELP idem_completer_compensated_total Operations this completer compensated.\n"
+            "# TYPE idem_completer_compensated_total counter\nidem_completer_compensated_total {}\n"
+            "# HELP idem_completer_failed_total Runs of this completer that failed.\n"
+            "# TYPE idem_completer_failed_total counter\nidem_completer_failed_total {}\n"
+            "# HELP idem_completer_lag_seconds How long the longest-overdue operation's lease has been over.\n"
+            "# TYPE idem_completer_lag_seconds gauge\nidem_completer_lag_seconds {:.3f}\n",
+            m.unfinished, m.overdue, m.completed, m.compensated, m.failed,
+            std::chrono::duration<double>(m.lag).count());
+    }
     return out;
 }
 
@@ -125,6 +143,16 @@ void metrics_sink::on_outbox(const outbox_metrics& m) noexcept {
 outbox_metrics metrics_sink::outbox() const {
     std::lock_guard lock(mutex_);
     return outbox_.value_or(outbox_metrics{});
+}
+
+void metrics_sink::on_completer(const completer_metrics& m) noexcept {
+    std::lock_guard lock(mutex_);
+    completer_ = m;
+}
+
+completer_metrics metrics_sink::completer() const {
+    std::lock_guard lock(mutex_);
+    return completer_.value_or(completer_metrics{});
 }
 
 log_sink::log_sink(std::ostream& out, log_level min) : out_(out), min_(min) {}

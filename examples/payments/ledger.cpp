@@ -9,15 +9,6 @@
 #include "request.hpp"
 
 namespace payments {
-namespace {
-
-long long changed_rows(soci::statement&& st) {
-    st.execute(true);
-    return st.get_affected_rows();
-}
-
-}  // namespace
-
 void create_schema(idem::database& db) {
     const bool sqlite = db.backend() == idem::database_url::backend::sqlite;
     const std::string money = sqlite ? "INTEGER" : "BIGINT";
@@ -31,6 +22,14 @@ void create_schema(idem::database& db) {
                          money + " NOT NULL CHECK (amount > 0))" + strict;
         uow.sql() << "CREATE TABLE IF NOT EXISTS deposits (event_id TEXT PRIMARY KEY, account TEXT NOT NULL, amount " +
                          money + " NOT NULL CHECK (amount > 0))" + strict;
+        uow.sql() << "CREATE TABLE IF NOT EXISTS payouts (id TEXT PRIMARY KEY, account TEXT NOT NULL, amount " + money +
+                         " NOT NULL CHECK (amount > 0), destination TEXT NOT NULL, state TEXT NOT NULL, "
+                         "provider_ref TEXT)" +
+                         strict;
+        // Every balance change of a payout's steps, one row each and no key: a step
+        // that ran twice would show twice.
+        uow.sql() << "CREATE TABLE IF NOT EXISTS payout_entries (payout TEXT NOT NULL, step TEXT NOT NULL, amount " +
+                         money + " NOT NULL)" + strict;
     });
 }
 
@@ -86,10 +85,11 @@ idem::webhook::handler_result apply_deposit(idem::unit_of_work& uow, std::string
     const std::string id(event_id);
     // The event claims its row first, in one statement that cannot race: a
     // redelivery finds it and writes nothing.
-    if (changed_rows((sql.prepare << "INSERT INTO deposits (event_id, account, amount) VALUES (:e, :a, :m) "
-                                     "ON CONFLICT (event_id) DO NOTHING",
-                      soci::use(id), soci::use(to), soci::use(amount))) == 0)
-        return handler_result::applied("already applied");
+    std::string claimed;
+    sql << "INSERT INTO deposits (event_id, account, amount) VALUES (:e, :a, :m) ON CONFLICT (event_id) DO NOTHING "
+           "RETURNING event_id",
+        soci::use(id), soci::use(to), soci::use(amount), soci::into(claimed);
+    if (!sql.got_data()) return handler_result::applied("already applied");
     // A transient failure rolls the claim back with everything else; a permanent one
     // commits, so it withdraws the claim itself.
     account* credited = uow.find<account>(to);

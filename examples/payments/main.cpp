@@ -4,21 +4,27 @@
 //   idem-payments [--db URL] [--host ADDR] [--port N] [--threads N] [--backlog N]
 //                 [--mode off|observe|enforce | --options FILE] [--lease SECONDS]
 //                 [--webhook-secret SECRET]... [--processing-delay MS] [--transaction-pooler]
+//                 [--provider URL] [--no-completer] [--completer-backoff MS]
 //
-// GET /metrics serves the idempotency decisions in the Prometheus text format.
+// GET /metrics serves the idempotency decisions (and the completer's figures)
+// in the Prometheus text format. The service runs the completer of its
+// operations in steps (payouts) on a thread of its own, unless --no-completer.
 // With --options, SIGHUP reads the file again: the mode (and every other option)
 // changes for the next request, with no restart.
 #include <httplib.h>
 #include <CLI/CLI.hpp>
+#include <idem/completer.hpp>
 #include <idem/database.hpp>
 #include <idem/http/httplib.hpp>
 #include <idem/telemetry.hpp>
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <csignal>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -45,6 +51,9 @@ struct flags {
     std::string options_file;
     std::vector<std::string> webhook_secrets;
     int processing_delay_ms = 0;
+    std::string provider;
+    bool no_completer = false;
+    int completer_backoff_ms = 1000;
 };
 
 // Reads the options file again on every SIGHUP, on a thread of its own (sigwait:
@@ -111,6 +120,16 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 900))
         ->excludes("--options")
         ->capture_default_str();
+    app.add_option("--provider", f.provider, "The payout provider's base URL, http://host:port (none: no payouts)")
+        ->check([](const std::string& url) {
+            return url.starts_with("http://") ? std::string() : std::string("must be http://host:port");
+        });
+    app.add_flag("--no-completer", f.no_completer,
+                 "Run no completer: unfinished payouts wait for a retry or another instance's completer");
+    app.add_option("--completer-backoff", f.completer_backoff_ms,
+                   "Milliseconds before the completer runs a payout again after a failed run (doubled each time)")
+        ->check(CLI::Range(0, 600000))
+        ->capture_default_str();
     app.add_flag("--transaction-pooler", f.transaction_pooler,
                  "PostgreSQL reached through a pooler in transaction mode (PgBouncer pool_mode=transaction)");
     try {
@@ -148,7 +167,20 @@ int main(int argc, char** argv) {
         payments::create_schema(db);
         if (f.webhook_secrets.empty()) f.webhook_secrets.emplace_back("whsec-demo");
         payments::service svc(db, {.webhook_secrets = f.webhook_secrets,
-                                   .processing_delay = std::chrono::milliseconds(f.processing_delay_ms)});
+                                   .processing_delay = std::chrono::milliseconds(f.processing_delay_ms),
+                                   .provider_url = f.provider});
+        // Finishes payouts whose request died between their steps (every instance of a
+        // fleet may run one: the fencing token keeps two from writing one payout's steps).
+        std::optional<idem::completer> completer;
+        // readme:begin payments-completer
+        if (!f.no_completer)
+            completer.emplace(db, std::vector<std::reference_wrapper<const idem::any_operation>>{svc.payouts()},
+                              idem::completer_options{
+                                  .idle_wait = std::chrono::milliseconds(200),
+                                  .first_backoff = std::chrono::milliseconds(f.completer_backoff_ms),
+                                  .max_backoff = std::chrono::milliseconds(std::max(f.completer_backoff_ms, 60000)),
+                                  .telemetry = telemetry});
+        // readme:end payments-completer
         httplib::Server server;
         const auto threads = static_cast<std::size_t>(f.threads);
         server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -180,6 +212,8 @@ int main(int argc, char** argv) {
         std::cout << "idem-payments listening on http://" << f.host << ":" << bound << " ("
                   << (db.backend() == idem::database_url::backend::postgresql ? "PostgreSQL" : "SQLite") << ", "
                   << idem::to_string(db.executor().resolve_mode()) << ")" << std::endl;
+        // Once the port is announced: its first pass may take over payouts at once.
+        if (completer) completer->start();
         server.listen_after_bind();
         return 0;
     } catch (const std::exception& e) {

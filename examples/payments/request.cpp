@@ -1,6 +1,7 @@
 #include "request.hpp"
 
 #include <algorithm>
+#include <random>
 
 namespace payments {
 namespace {
@@ -60,6 +61,11 @@ bool is_json_media_type(std::string_view content_type) {
     return end - begin == json.size() && std::equal(json.begin(), json.end(), type.begin() + begin, [](char a, char b) {
                return a == (b >= 'A' && b <= 'Z' ? static_cast<char>(b - 'A' + 'a') : b);
            });
+}
+
+std::string new_id(const char* prefix) {
+    thread_local std::mt19937_64 random{std::random_device{}()};
+    return prefix + std::to_string(random());
 }
 
 std::optional<std::string> bearer_client(std::string_view authorization) {

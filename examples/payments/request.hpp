@@ -36,6 +36,10 @@ std::string path_id(const std::string& text, const char* what);
 // Whether a Content-Type names JSON: application/json, in any case, with or
 // without parameters ("application/json; charset=utf-8").
 bool is_json_media_type(std::string_view content_type);
+// A new id for every run of the work, never derived from the idempotency key:
+// in Observe a retry runs the work again and must not collide with the first row.
+std::string new_id(const char* prefix);
+
 // The demo's authentication: the client named by an Authorization header
 // "Bearer CLIENT", where CLIENT is an id as above; nothing for any other value.
 std::optional<std::string> bearer_client(std::string_view authorization);

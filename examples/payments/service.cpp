@@ -5,11 +5,9 @@
 #include <idem/http/httplib.hpp>
 #include <nlohmann/json.hpp>
 
-#include <csignal>
-#include <cstdlib>
-#include <random>
 #include <thread>
 
+#include "crash_point.hpp"
 #include "ledger.hpp"
 #include "request.hpp"
 
@@ -45,20 +43,6 @@ idem::claims claims_of(const httplib::Request& req) {
     return {};
 }
 
-// A new id for every run of the work, never derived from the idempotency key:
-// in Observe a retry runs the work again and must not collide with the first row.
-std::string new_id(const char* prefix) {
-    thread_local std::mt19937_64 random{std::random_device{}()};
-    return prefix + std::to_string(random());
-}
-
-// A test-only fault point: IDEM_PAYMENTS_CRASH_AT names a step; the process dies
-// there (SIGKILL: no cleanup, no answer), as a crash would.
-void crash_point(const char* step) {
-    static const char* const chosen = std::getenv("IDEM_PAYMENTS_CRASH_AT");
-    if (chosen != nullptr && std::string_view(chosen) == step) std::raise(SIGKILL);
-}
-
 // The write routes take JSON only: anything else is 415, before idempotency is
 // involved (so a client that fixes the header may retry with the same key).
 httplib::Server::Handler json_only(httplib::Server::Handler handler) {
@@ -79,7 +63,9 @@ service::service(idem::database& db, service_options options)
                                 .scheme = idem::webhook::timestamped_signature{.header = "Provider-Signature"},
                                 .secrets = options_.webhook_secrets,
                                 .identify = idem::webhook::id_from_json("id", idem::scope::custom("provider", "demo")),
-                                .execution = {.retention = std::chrono::days(30)}}) {}
+                                .execution = {.retention = std::chrono::days(30)}}),
+      payout_provider_(options_.provider_url),
+      payouts_(payout_operation(payout_provider_, layer_.operation_codec())) {}
 
 void service::mount(httplib::Server& server) {
     const idem::http::httplib_options auth{.claims_of = claims_of};
@@ -186,6 +172,46 @@ void service::mount(httplib::Server& server) {
                         send_unavailable(res);  // rolled back or in doubt: the provider redelivers
                     }
                 }));
+
+    // POST /payouts {"account": "alice", "amount": 2500, "destination": "acct_9"} with an
+    // Idempotency-Key: hold, send to the provider (its call key as the provider's
+    // Idempotency-Key), settle. A request that does not finish it answers 202 with
+    // where it stands and Retry-After; the completer finishes it, and the retry
+    // gets the final answer (201 paid, 422 declined, 502 cancelled).
+    // readme:begin payouts-route
+    server.Post("/payouts", json_only([this, payout = idem::http::idempotent(layer_, db_, payouts_, auth)](
+                                          const httplib::Request& req, httplib::Response& res) {
+                    if (options_.provider_url.empty())
+                        return send_problem(res, 503, "Payments.NoProvider", "no payout provider is configured");
+                    payout(req, res);
+                }));
+    // readme:end payouts-route
+
+    server.Get(R"(/payouts/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+        try {
+            const std::string id = path_id(req.matches[1], "payout");
+            json payout;
+            const bool found = db_.read([&](soci::session& sql) {
+                std::string account, destination, state, reference;
+                long long amount = 0;
+                soci::indicator reference_null = soci::i_ok;
+                sql << "SELECT account, amount, destination, state, provider_ref FROM payouts WHERE id = :id",
+                    soci::use(id), soci::into(account), soci::into(amount), soci::into(destination), soci::into(state),
+                    soci::into(reference, reference_null);
+                payout = {
+                    {"id", id},         {"account", account},
+                    {"amount", amount}, {"destination", destination},
+                    {"status", state},  {"provider_ref", reference_null == soci::i_ok ? json(reference) : json()}};
+                return sql.got_data();
+            });
+            if (!found) throw rejected(404, "Payments.UnknownPayout", "no such payout");
+            send_json(res, 200, payout);
+        } catch (const rejected& r) {
+            send_problem(res, r);
+        } catch (const idem::error&) {
+            send_unavailable(res);
+        }
+    });
 
     // The answer has been committed; the process may die before it is sent.
     server.set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {

@@ -26,10 +26,10 @@ idem::webhook::handler_result deposit(idem::unit_of_work& uow, const idem::webho
     if (!event.is_object() || !event.contains("account") || !event["account"].is_string())
         return idem::webhook::handler_result::permanent_failure("not a deposit event");
     const std::string account = event["account"].get<std::string>();
-    soci::statement credit =
-        (uow.sql().prepare << "UPDATE accounts SET balance = balance + 500 WHERE id = :id", soci::use(account));
-    credit.execute(true);
-    if (credit.get_affected_rows() == 0) return idem::webhook::handler_result::transient_failure("no such account yet");
+    long long balance = 0;
+    uow.sql() << "UPDATE accounts SET balance = balance + 500 WHERE id = :id RETURNING balance", soci::use(account),
+        soci::into(balance);
+    if (!uow.sql().got_data()) return idem::webhook::handler_result::transient_failure("no such account yet");
     return idem::webhook::handler_result::applied("credited 500");
 }
 

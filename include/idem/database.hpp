@@ -217,20 +217,7 @@ public:
     template <class Operation, class T>
     execution<T> steps(const record_key& key, std::string_view fingerprint, Operation&& operation,
                        const result_codec<T>& codec, const execution_options& options = {}) {
-        idem::steps op = start_steps(key, fingerprint, options);
-        const execution_status decision = op.decision();
-        if (decision == execution_status::replayed)
-            return execution<T>(decision, decision, mode::enforce, codec.deserialize(op.stored_result()));
-        if (decision != execution_status::executed) return execution<T>(decision, decision, mode::enforce, {});
-        std::optional<T> result;
-        try {
-            result.emplace(operation(op));
-            op.finish(codec.serialize(*result), codec.classify(*result));
-        } catch (...) {
-            op.abandon();
-            throw;
-        }
-        return execution<T>(decision, decision, mode::enforce, std::move(result));
+        return run_steps(key, fingerprint, {}, operation, codec, options);
     }
 
     // CREATE TABLE IF NOT EXISTS for a mapped type, with column types from its
@@ -255,6 +242,9 @@ public:
 
 private:
     friend class borrowed_session;
+    template <class>
+    friend class operation;
+    friend class completer;
     struct impl;
     explicit database(std::unique_ptr<impl> impl) noexcept;
 
@@ -306,8 +296,33 @@ private:
         }
     }
 
-    [[nodiscard]] idem::steps start_steps(const record_key& key, std::string_view fingerprint,
+    // An operation in steps begun with `input` (empty for steps(); an
+    // idem::operation's own otherwise): begun, replayed or taken over, run, finished.
+    template <class Operation, class T>
+    execution<T> run_steps(const record_key& key, std::string_view fingerprint, const std::string& input,
+                           Operation& operation, const result_codec<T>& codec, const execution_options& options) {
+        idem::steps op = start_steps(key, fingerprint, input, options);
+        const execution_status decision = op.decision();
+        if (decision == execution_status::replayed)
+            return execution<T>(decision, decision, mode::enforce, codec.deserialize(op.stored_result()));
+        if (decision != execution_status::executed) return execution<T>(decision, decision, mode::enforce, {});
+        std::optional<T> result;
+        try {
+            result.emplace(operation(op));
+            op.finish(codec.serialize(*result), codec.classify(*result));
+        } catch (...) {
+            op.abandon();
+            throw;
+        }
+        return execution<T>(decision, decision, mode::enforce, std::move(result));
+    }
+
+    [[nodiscard]] idem::steps start_steps(const record_key& key, std::string_view fingerprint, const std::string& input,
                                           const execution_options& options);
+    // The completer's run of the unfinished operation `record_id` of `name_space`
+    // whose lease ended; its decision is in_flight when there is none to take over.
+    [[nodiscard]] idem::steps take_over(const std::string& record_id, const std::string& name_space,
+                                        const detail::completion_policy& policy, const execution_options& options);
 
     template <class T, class Work, class MakeCodec>
     execution<T> once_with(transaction_runner* on, const record_key& key, std::string_view fingerprint, Work& work,

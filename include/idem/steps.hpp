@@ -16,6 +16,7 @@
 // differs from the stored one gets steps_shape_changed. See docs/steps.md.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -58,6 +59,11 @@ public:
 
 namespace detail {
 struct steps_state;
+// What the completer's takeover needs to know of a registered operation.
+struct completion_policy {
+    bool compensates = false;
+    int compensate_after = 0;  // the completer's failed runs before it compensates
+};
 }  // namespace detail
 
 // One run of an operation in steps, handed to the operation by database::steps.
@@ -120,9 +126,27 @@ public:
     [[nodiscard]] std::size_t recovery_point() const noexcept;
     // This run's fencing token: every run that takes the operation over has a newer one.
     [[nodiscard]] std::int64_t fence() const noexcept;
+    // The bytes the operation began with (idem::operation::run's input; empty for
+    // database::steps), the same on every run, the completer's included: an
+    // operation the completer can finish reads what it works on from here.
+    [[nodiscard]] const std::string& input() const noexcept;
+    // Whether this run undoes the operation rather than completing it: the
+    // completer's, once compensation began (idem/operation.hpp).
+    [[nodiscard]] bool compensating() const noexcept;
+    // For a compensation: what the operation's own step or call `name` stored
+    // (read with T's default codec), or nothing when the operation did not get
+    // that far (or the call was made and never answered). What to undo.
+    template <class T = std::string>
+    [[nodiscard]] std::optional<T> stored(std::string_view name) const {
+        std::optional<std::string> bytes = stored_bytes(name);
+        if (!bytes) return std::nullopt;
+        return default_codec<T>{}.deserialize(*bytes);
+    }
 
 private:
     friend class database;
+    friend class any_operation;
+    friend class completer;
     explicit steps(std::unique_ptr<detail::steps_state> state) noexcept;
 
     // The stored result of the next step, or nullopt after running `work` in a
@@ -132,6 +156,7 @@ private:
     // (call_key_ then holds its key, and the attempt is counted).
     std::optional<std::string> begin_call(std::string_view name);
     void end_call(const std::string& answer);
+    [[nodiscard]] std::optional<std::string> stored_bytes(std::string_view name) const;
 
     // For database::steps: what the start decided (executed when this run holds
     // the operation), the stored final result of a replay, and the end of a run.
@@ -141,6 +166,11 @@ private:
     // Ends this run's lease after a throw, so a retry resumes at once: what is
     // stored is exactly what completed.
     void abandon() noexcept;
+    // The completer's run failed: its lease ends after `wait`, and `what` is kept
+    // for operators (idem inspect).
+    void fail(std::string_view what, std::chrono::milliseconds wait) noexcept;
+    // The completer's runs of the operation, this one included (0 for a request's run).
+    [[nodiscard]] int completions() const noexcept;
 
     std::unique_ptr<detail::steps_state> state_;
     std::string call_key_;

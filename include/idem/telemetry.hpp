@@ -85,6 +85,20 @@ struct IDEM_API outbox_metrics {
     std::chrono::milliseconds lag{0};
 };
 
+// A completer's figures (idem/completer.hpp), reported every
+// completer_options::report_every: the unfinished operations in steps as the
+// table has them and, of those, the ones whose lease ended (overdue: waiting
+// for a completer); the completer's own runs since it was made that completed,
+// compensated or failed; and how long the longest-overdue lease has been over.
+struct IDEM_API completer_metrics {
+    std::uint64_t unfinished = 0;
+    std::uint64_t overdue = 0;
+    std::uint64_t completed = 0;
+    std::uint64_t compensated = 0;
+    std::uint64_t failed = 0;
+    std::chrono::milliseconds lag{0};
+};
+
 // Receives telemetry from many threads at once; must not throw.
 class IDEM_API telemetry_sink {
 public:
@@ -92,22 +106,28 @@ public:
     virtual void on_decision(const decision&) noexcept {}
     virtual void on_log(const log_event&) noexcept {}
     virtual void on_outbox(const outbox_metrics&) noexcept {}
+    virtual void on_completer(const completer_metrics&) noexcept {}
 };
 
 // The default: writes nothing.
 [[nodiscard]] IDEM_API std::shared_ptr<telemetry_sink> null_sink();
 
-// Counts decisions and keeps the outbox relay's last figures; renders them in
-// the Prometheus text exposition format.
+// Counts decisions and keeps the outbox relay's and the completer's last
+// figures; renders them in the Prometheus text exposition format.
 class IDEM_API metrics_sink final : public telemetry_sink {
 public:
     void on_decision(const decision& d) noexcept override;
     void on_outbox(const outbox_metrics& m) noexcept override;
+    void on_completer(const completer_metrics& m) noexcept override;
     [[nodiscard]] std::uint64_t count(entry_point entry, outcome o, mode m, std::string_view profile = {}) const;
     // The last figures a relay reported (all zero before).
     [[nodiscard]] outbox_metrics outbox() const;
+    // The last figures a completer reported (all zero before).
+    [[nodiscard]] completer_metrics completer() const;
     // idem_decisions_total{entry_point="...",outcome="...",mode="...",profile="..."} N, then
-    // idem_outbox_pending, _dead, _delivered_total, _failed_total, _lag_seconds once a relay reported.
+    // idem_outbox_pending, _dead, _delivered_total, _failed_total, _lag_seconds once a relay reported,
+    // idem_completer_unfinished, _overdue, _completed_total, _compensated_total, _failed_total,
+    // _lag_seconds once a completer reported.
     [[nodiscard]] std::string render_prometheus() const;
 
 private:
@@ -115,6 +135,7 @@ private:
     mutable std::mutex mutex_;
     std::map<labels, std::uint64_t, std::less<>> counts_;
     std::optional<outbox_metrics> outbox_;
+    std::optional<completer_metrics> completer_;
 };
 
 // Writes one logfmt line per event at or above `min` to a stream.
@@ -141,6 +162,9 @@ public:
     }
     void on_outbox(const outbox_metrics& m) noexcept override {
         for (const auto& s : sinks_) s->on_outbox(m);
+    }
+    void on_completer(const completer_metrics& m) noexcept override {
+        for (const auto& s : sinks_) s->on_completer(m);
     }
 
 private:

@@ -1,6 +1,7 @@
 #include "idem/http/layer.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "idem/http/fingerprint.hpp"
 #include "idem/http/key_header.hpp"
@@ -65,6 +66,18 @@ public:
 private:
     response_codec stored_;
     bool enforcing_;
+};
+
+// An operation's final response, in the layer's stored form, kept for the
+// retention whatever its status: its effects are committed, its answer final.
+class operation_response_codec final : public result_codec<response> {
+public:
+    explicit operation_response_codec(const layer_options& options) : stored_(options) {}
+    [[nodiscard]] std::string serialize(const response& r) const override { return stored_.serialize(r); }
+    [[nodiscard]] response deserialize(std::string_view payload) const override { return stored_.deserialize(payload); }
+
+private:
+    response_codec stored_;
 };
 
 }  // namespace
@@ -238,6 +251,78 @@ response idempotency_layer::handle_in_unit(const request& req, const resolved_op
         if (e.rolled_back()) return with_retry_after(problem(codes::rolled_back), options_.retry_after);
         if (dynamic_cast<const store_error*>(&e) == nullptr) throw;
         return with_retry_after(problem(codes::store_unavailable), options_.retry_after);
+    }
+}
+
+}  // namespace idem::http
+
+namespace idem::http {
+
+std::shared_ptr<const result_codec<response>> idempotency_layer::operation_codec() const {
+    return std::make_shared<const operation_response_codec>(options_);
+}
+
+admission idempotency_layer::admit_steps(const request& req, std::string_view name_space) const {
+    const parsed_key parsed = parse_key_header(req.key_headers);
+    if (parsed.state == key_state::missing) return {.answer = problem(codes::key_missing)};
+    if (parsed.state == key_state::invalid) return {.answer = problem(codes::key_invalid)};
+    std::optional<scope> owner = options_.resolver ? options_.resolver(req.caller) : scope::global();
+    if (!owner) return {.answer = problem(codes::scope_required)};
+    return {.key = record_key(std::string(name_space), std::move(*owner), parsed.key),
+            .fingerprint = request_fingerprint(req.method, req.target, req.body, req.parts)};
+}
+
+response idempotency_layer::in_progress(const operation_state& s) const {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const operation_step& step : s.steps)
+        steps.push_back({{"name", step.name},
+                         {"kind", step.call ? "call" : "step"},
+                         {"stored", step.answered},
+                         {"attempts", step.attempts},
+                         {"compensation", step.compensation}});
+    response r;
+    r.status = 202;
+    r.body = nlohmann::json{{"state", to_string(s.phase)},
+                            {"recovery_point", s.recovery_point},
+                            {"completer_runs", s.completions},
+                            {"steps", std::move(steps)}}
+                 .dump();
+    r.set_header("Content-Type", "application/json");
+    r.set_header("Cache-Control", "no-store");
+    return with_retry_after(std::move(r), options_.retry_after);
+}
+
+response idempotency_layer::handle_steps(const request& req, const admission& a,
+                                         detail::function_ref<execution<response>()> run,
+                                         detail::function_ref<std::optional<operation_state>()> state) {
+    try {
+        execution<response> e = run();
+        if (e.status() == execution_status::in_flight) {
+            // Another run holds it, or the completer undoes it: where it stands.
+            if (std::optional<operation_state> s = state()) return in_progress(*s);
+        }
+        return answer(std::move(e));
+    } catch (const steps_shape_changed&) {
+        throw;  // a deployment changed the operation under unfinished keys: never a silent mix
+    } catch (const std::exception& failure) {
+        // A step, a call or the database failed: once the operation began, what
+        // is left of it is the completer's (or the retry's) to finish.
+        std::optional<operation_state> s;
+        try {
+            s = state();
+        } catch (const std::exception&) {
+            return with_retry_after(problem(codes::store_unavailable), options_.retry_after);
+        }
+        if (!s && dynamic_cast<const error*>(&failure) == nullptr) throw;
+        if (!s) return with_retry_after(problem(codes::store_unavailable), options_.retry_after);
+        operation_info about_it = about(req);
+        about_it.name_space = a.key->name_space();
+        executor_.telemetry().on_log({log_level::warning, "idem.http.operation_unfinished", a.key->key_hash(),
+                                      fmt::format("the request's run stopped ({}); the operation is left to the "
+                                                  "completer or a retry",
+                                                  failure.what()),
+                                      about_it});
+        return in_progress(*s);
     }
 }
 

@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "idem/export.hpp"
+#include "idem/transaction_runner.hpp"
 
 namespace soci {
 class session;
@@ -36,6 +37,10 @@ public:
     // store that sends it in one pipeline with its own statement calls begin_sent().
     [[nodiscard]] virtual const char* held_begin() const noexcept = 0;
     virtual void begin_sent() noexcept = 0;
+    // The level that BEGIN asks for (transaction_options::isolation). A statement
+    // sent before it, outside the transaction, runs at the session's default
+    // level: the transaction's own only when BEGIN names none (database_default).
+    [[nodiscard]] virtual isolation_level isolation() const noexcept = 0;
 
     // The session for a store's statements: a deferred statement is sent first,
     // a held BEGIN is not (see held_begin()).

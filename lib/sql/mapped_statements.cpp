@@ -12,6 +12,7 @@
 #include "sql/soci_errors.hpp"
 #include "sql/sql_dialect.hpp"
 #include "sql/sql_transaction.hpp"
+#include "sql/unnamed_statement.hpp"
 
 namespace idem::detail {
 namespace {
@@ -79,9 +80,7 @@ public:
             else
                 st_.exchange(soci::into(text_[i], out_ind_[i]));
         }
-        st_.alloc();
-        st_.prepare(text, keep ? soci::details::st_repeatable_query : soci::details::st_one_time_query);
-        st_.define_and_bind();
+        prepare_statement(st_, text, keep);
     }
 
     std::vector<cell> in;

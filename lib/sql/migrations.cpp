@@ -8,6 +8,7 @@
 #include "sql/soci_errors.hpp"
 #include "sql/sql_dialect.hpp"
 #include "sql/sql_transaction.hpp"
+#include "sql/unnamed_statement.hpp"
 
 namespace idem::detail {
 namespace {
@@ -20,8 +21,10 @@ constexpr const char* create_versions =
 
 std::set<int> applied_versions(soci::session& session) {
     std::set<int> versions;
-    soci::rowset<int> rows = (session.prepare << "SELECT version FROM idem_schema_versions");
-    for (int v : rows) versions.insert(v);
+    int version = 0;
+    soci::statement rows = unnamed_statement(session, "SELECT version FROM idem_schema_versions", soci::into(version));
+    rows.execute();
+    while (rows.fetch()) versions.insert(version);
     return versions;
 }
 

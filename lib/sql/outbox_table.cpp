@@ -15,6 +15,7 @@
 #include "internal/text.hpp"
 #include "sql/sql_dialect.hpp"
 #include "sql/sql_transaction.hpp"
+#include "sql/unnamed_statement.hpp"
 
 namespace idem::detail::outbox_table {
 namespace {
@@ -126,15 +127,22 @@ struct insert_statement {
     long long at = 0;
     soci::statement st;
 
-    insert_statement(soci::session& sql, const bytes_codec& bytes)
+    insert_statement(soci::session& sql, const bytes_codec& bytes, bool kept) : st(sql) {
+        st.exchange(soci::use(id, "id"));
+        st.exchange(soci::use(topic, "topic"));
+        st.exchange(soci::use(key, key_null, "ordering_key"));
+        st.exchange(soci::use(headers, "headers"));
+        st.exchange(soci::use(payload, "payload"));
+        st.exchange(soci::use(at, "created"));
+        st.exchange(soci::use(at, "available"));
         // Each placeholder once: SOCI numbers every occurrence of a name apart.
-        : st((sql.prepare << "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, "
-                             "available_at) VALUES (:id, :topic, :ordering_key, " +
-                                 bytes.parameter("headers") + ", " + bytes.parameter("payload") +
-                                 ", :created, :available) ON CONFLICT (id) DO NOTHING",
-              soci::use(id, "id"), soci::use(topic, "topic"), soci::use(key, key_null, "ordering_key"),
-              soci::use(headers, "headers"), soci::use(payload, "payload"), soci::use(at, "created"),
-              soci::use(at, "available"))) {}
+        prepare_statement(st,
+                          "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, "
+                          "available_at) VALUES (:id, :topic, :ordering_key, " +
+                              bytes.parameter("headers") + ", " + bytes.parameter("payload") +
+                              ", :created, :available) ON CONFLICT (id) DO NOTHING",
+                          kept);
+    }
 };
 
 }  // namespace
@@ -148,10 +156,10 @@ void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) 
     insert_statement* statement = nullptr;
     if (uow.internals().keeps_statements()) {
         std::shared_ptr<void>& slot = uow.internals().connection_cache(owner);
-        if (!slot) slot = std::make_shared<insert_statement>(sql, bytes);
+        if (!slot) slot = std::make_shared<insert_statement>(sql, bytes, true);
         statement = static_cast<insert_statement*>(slot.get());
     } else {
-        once = std::make_unique<insert_statement>(sql, bytes);
+        once = std::make_unique<insert_statement>(sql, bytes, false);
         statement = once.get();
     }
     insert_statement& s = *statement;
@@ -250,9 +258,9 @@ std::size_t set_aside_waiting(unit_of_work& uow, std::size_t limit, long long no
         claim_clause(uow) + ") w WHERE w.ordering_key IS NOT NULL AND (" + stalled + " OR " + deep + ") AND " +
         predecessor_held;
     soci::statement st =
-        (uow.sql().prepare << "UPDATE idem_outbox SET available_at = :until WHERE " + by_id(uow, waiting),
-         soci::use(until, "until"), soci::use(now, "now"), soci::use(window, "window"),
-         soci::use(stalled_at, "stalled_at"), soci::use(in_flight_at, "in_flight_at"));
+        unnamed_statement(uow.sql(), "UPDATE idem_outbox SET available_at = :until WHERE " + by_id(uow, waiting),
+                          soci::use(until, "until"), soci::use(now, "now"), soci::use(window, "window"),
+                          soci::use(stalled_at, "stalled_at"), soci::use(in_flight_at, "in_flight_at"));
     st.execute(true);
     return static_cast<std::size_t>(st.get_affected_rows());
 }
@@ -281,10 +289,11 @@ void settle(unit_of_work& uow, const std::string& token, std::int64_t lease_end,
         soci::indicator done_null = soci::i_null;
         std::string id, answer;
         soci::statement st =
-            (sql.prepare << "UPDATE idem_outbox SET state = :state, available_at = :due, last_answer = :answer, "
-                            "done_at = :done, claim = NULL WHERE id = :id AND state = 0 AND claim = :token",
-             soci::use(state, "state"), soci::use(due, "due"), soci::use(answer, "answer"),
-             soci::use(done, done_null, "done"), soci::use(id, "id"), soci::use(token, "token"));
+            unnamed_statement(sql,
+                              "UPDATE idem_outbox SET state = :state, available_at = :due, last_answer = :answer, "
+                              "done_at = :done, claim = NULL WHERE id = :id AND state = 0 AND claim = :token",
+                              soci::use(state, "state"), soci::use(due, "due"), soci::use(answer, "answer"),
+                              soci::use(done, done_null, "done"), soci::use(id, "id"), soci::use(token, "token"));
         for (const unsettled& f : failed) {
             id = f.id;
             state = f.kind == settle_kind::dead ? 2 : 0;
@@ -323,16 +332,11 @@ void settle(unit_of_work& uow, const std::string& token, std::int64_t lease_end,
 std::size_t requeue(unit_of_work& uow, const std::optional<std::string>& id, std::int64_t now) {
     soci::session& sql = uow.sql();
     long long at = now;
-    soci::statement st(sql);
-    if (id) {
-        st = (sql.prepare << "UPDATE idem_outbox SET state = 0, attempts = 0, available_at = :at, done_at = NULL "
-                             "WHERE state = 2 AND id = :id",
-              soci::use(at, "at"), soci::use(*id, "id"));
-    } else {
-        st = (sql.prepare << "UPDATE idem_outbox SET state = 0, attempts = 0, available_at = :at, done_at = NULL "
-                             "WHERE state = 2",
-              soci::use(at, "at"));
-    }
+    const std::string requeue_dead =
+        "UPDATE idem_outbox SET state = 0, attempts = 0, available_at = :at, done_at = NULL WHERE state = 2";
+    soci::statement st =
+        id ? unnamed_statement(sql, requeue_dead + " AND id = :id", soci::use(at, "at"), soci::use(*id, "id"))
+           : unnamed_statement(sql, requeue_dead, soci::use(at, "at"));
     st.execute(true);
     return static_cast<std::size_t>(st.get_affected_rows());
 }
@@ -359,8 +363,8 @@ std::size_t purge(unit_of_work& uow, std::size_t limit, std::int64_t delivered_b
     const std::string oldest =
         "SELECT id FROM idem_outbox WHERE state = 1 AND done_at <= :before ORDER BY done_at LIMIT :n" +
         claim_clause(uow);
-    soci::statement st = (sql.prepare << "DELETE FROM idem_outbox WHERE " + by_id(uow, oldest),
-                          soci::use(before, "before"), soci::use(n, "n"));
+    soci::statement st = unnamed_statement(sql, "DELETE FROM idem_outbox WHERE " + by_id(uow, oldest),
+                                           soci::use(before, "before"), soci::use(n, "n"));
     st.execute(true);
     return static_cast<std::size_t>(st.get_affected_rows());
 }

@@ -59,6 +59,9 @@ public:
     // Whether bytes go through SOCI as hex text (PostgreSQL: SOCI binds text
     // parameters, which stop at a NUL) rather than as they are (SQLite).
     [[nodiscard]] virtual bool bytes_as_hex() const noexcept { return false; }
+    // The database's clock as an SQL expression: whole milliseconds since the
+    // Unix epoch. What instances with skewed clocks agree on (operations' leases).
+    [[nodiscard]] virtual std::string_view clock_ms() const noexcept = 0;
     // The column type of a mapped member in db.create_table<T>(); `max` is an
     // integer member's largest value. By default SQL's own names, which SQLite
     // reads with the affinities (and SOCI with the types) the members need.

@@ -78,7 +78,8 @@ public:
           connection_(dialect_.connect(session, dialect_.begin_sql(options))),
           telemetry_(options.telemetry ? options.telemetry : null_sink()),
           keeps_statements_(!options.transaction_pooler),
-          max_message_bytes_(options.max_message_bytes) {}
+          max_message_bytes_(options.max_message_bytes),
+          isolation_(options.isolation) {}
 
     // Only reachable when the runner dies inside run() (exit() called from the
     // work destroys a static runner): leave nothing open on the session, and tell
@@ -230,6 +231,7 @@ public:
     void begin_sent() noexcept override {
         if (stage_ == stage::begin_held) stage_ = stage::active;
     }
+    [[nodiscard]] isolation_level isolation() const noexcept override { return isolation_; }
     soci::session& store_session() override {
         run_deferred();
         return session_;
@@ -343,6 +345,7 @@ private:
     std::shared_ptr<telemetry_sink> telemetry_;
     bool keeps_statements_;
     std::size_t max_message_bytes_;
+    isolation_level isolation_;
     stage stage_ = stage::none;
     bool fast_ = false;  // this transaction may hold BEGIN back and send a statement with COMMIT
     int depth_ = 0;

@@ -37,7 +37,7 @@ public:
         auto& last = dynamic_cast<pg::deferred&>(statement);
         pg::pipeline p(conn());
         last.queue(p);
-        if (then_commit) p.query("COMMIT", "COMMIT");
+        if (then_commit) last.queue_commit(p);
         try {
             p.run();
         } catch (const store_error&) {
@@ -127,6 +127,10 @@ public:
         return std::string(column) + " = ANY (ARRAY(" + std::string(subquery) + "))";
     }
     [[nodiscard]] bool bytes_as_hex() const noexcept override { return true; }
+    // clock_timestamp(), not now(): a long transaction's steps see the time move on.
+    [[nodiscard]] std::string_view clock_ms() const noexcept override {
+        return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
+    }
 
     // pg_advisory_xact_lock key: "idem" in ASCII. Concurrent CREATE TABLE IF NOT
     // EXISTS can fail on PostgreSQL, so every migrating process queues here first.

@@ -193,6 +193,9 @@ public:
     // It must fail (an error, not an empty result) when it cannot do its work,
     // so that the COMMIT behind it does not happen.
     virtual void queue(pipeline& p) = 0;
+    // Queues the COMMIT that follows it: as text, unless its store has COMMIT
+    // prepared on this connection.
+    virtual void queue_commit(pipeline& p) { p.query("COMMIT", "COMMIT"); }
     // The pipeline it was queued on failed: throws the error to report instead
     // (a record a concurrent transaction committed first), or returns to let the
     // pipeline's failure stand.

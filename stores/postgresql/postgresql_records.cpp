@@ -192,6 +192,8 @@ DELETE FROM idem_records WHERE key_hash = ANY (ARRAY(
     ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)))",
                                     purge_types, "purging expired records"};
 
+constexpr statement_text commit_text{"COMMIT", {}, "COMMIT"};
+
 #undef IDEM_READ_COMMITTED
 
 [[noreturn]] void corrupt(const record_key& key, const char* why) {
@@ -220,13 +222,27 @@ std::string_view readable(std::string_view part, std::string& scratch) {
     return scratch;
 }
 
+// A statement of these sent with COMMIT, which goes out prepared too.
+class record_statements::at_commit : public deferred {
+public:
+    explicit at_commit(std::shared_ptr<record_statements> owner) : owner_(std::move(owner)) {}
+
+    void queue_commit(pipeline& p) override {
+        const parameters none;
+        owner_->commit_.queue(p, none);
+    }
+
+protected:
+    std::shared_ptr<record_statements> owner_;
+};
+
 // The completing statement of the one-statement form (database::once), sent with COMMIT: it
 // keeps copies of its values, since the caller's are gone by then.
-class record_statements::completion final : public deferred {
+class record_statements::completion final : public at_commit {
 public:
     completion(std::shared_ptr<record_statements> owner, const record_key& key, std::string_view token,
                std::string_view payload, duration retention)
-        : owner_(std::move(owner)), digest_(key.digest()), token_(token), payload_(payload), retention_(retention) {}
+        : at_commit(std::move(owner)), digest_(key.digest()), token_(token), payload_(payload), retention_(retention) {}
 
     void queue(pipeline& p) override {
         values_.bytes(record_id(digest_)).bytes(token_).bytes(payload_).interval(retention_);
@@ -234,7 +250,6 @@ public:
     }
 
 private:
-    std::shared_ptr<record_statements> owner_;
     std::array<std::byte, 32> digest_;
     std::string token_, payload_;
     duration retention_;
@@ -243,11 +258,11 @@ private:
 
 // The one-statement form's record (see insert_text), sent with COMMIT; it keeps
 // copies of its values, since the caller's are gone by then.
-class record_statements::insertion final : public deferred {
+class record_statements::insertion final : public at_commit {
 public:
     insertion(std::shared_ptr<record_statements> owner, const record_key& key, std::string_view fingerprint,
               std::optional<std::string_view> payload, duration span)
-        : owner_(std::move(owner)),
+        : at_commit(std::move(owner)),
           digest_(key.digest()),
           name_space_(readable(key.name_space(), scratch_)),
           token_(new_token()),
@@ -269,7 +284,6 @@ public:
     }
 
 private:
-    std::shared_ptr<record_statements> owner_;
     std::array<std::byte, 32> digest_;
     std::string scratch_;
     std::string name_space_;  // as readable text
@@ -344,8 +358,8 @@ std::optional<reservation> locked_answer(const result& row, const record_key& ke
     return std::nullopt;  // gone or expired since the reserve: try again
 }
 
-record_lookup looked_up(const result& row, const record_key& key, std::string_view fingerprint) {
-    require_read_committed(row, "looking a record up");
+record_lookup looked_up(const result& row, const record_key& key, std::string_view fingerprint, bool tells_level) {
+    if (tells_level) require_read_committed(row, "looking a record up");
     if (row.is_null(0, 4)) return {record_lookup::found::nothing, {}};
     if (!row.boolean(0, 4)) return {record_lookup::found::reserve, {}};  // expired: to take over
     reservation answer = live_answer(row, 1, key, fingerprint);
@@ -382,7 +396,9 @@ record_statements::record_statements(PGconn* conn, bool named)
       recent_{&recent_text, name("recent")},
       forget_{&forget_text, name("forget")},
       count_expired_{&count_expired_text, name("count_expired")},
-      purge_{&purge_text, name("purge")} {}
+      purge_{&purge_text, name("purge")},
+      begin_{&begin_text_, name("begin")},
+      commit_{&commit_text, name("commit")} {}
 
 std::string record_statements::name(std::string_view operation) const {
     return prefix_.empty() ? std::string() : prefix_ + std::string(operation);
@@ -423,10 +439,7 @@ reservation record_statements::try_reserve_in(const record_key& key, std::string
     values.bytes(token).bytes(fingerprint).interval(lease);
     for (int attempt = 0; attempt < 8; ++attempt) {
         pipeline p(conn_);
-        if (tx != nullptr && tx->held_begin() != nullptr) {
-            p.query(tx->held_begin(), "BEGIN");
-            tx->begin_sent();
-        }
+        if (tx != nullptr && tx->held_begin() != nullptr) queue_begin(p, *tx);
         reserve_in_.queue(p, values);
         p.run();
         if (p.last().rows() == 1) {
@@ -445,14 +458,40 @@ reservation record_statements::try_reserve_in(const record_key& key, std::string
 record_lookup record_statements::look_up(const record_key& key, std::string_view fingerprint, fast_path* tx) {
     parameters by_hash;
     by_hash.bytes(record_id(key.digest()));
+    const char* begin = tx != nullptr ? tx->held_begin() : nullptr;
+    const isolation_level level = tx != nullptr ? tx->isolation() : isolation_level::database_default;
+    // Before BEGIN the lookup runs at the session's default level: the
+    // transaction's own when BEGIN names none, and beside the point when it names
+    // READ COMMITTED. Before a BEGIN naming another level it could not refuse it.
+    const bool before_begin = begin != nullptr && mostly_answered() &&
+                              (level == isolation_level::database_default || level == isolation_level::read_committed);
     pipeline p(conn_);
-    if (tx != nullptr && tx->held_begin() != nullptr) {
-        p.query(tx->held_begin(), "BEGIN");
-        tx->begin_sent();
-    }
+    if (begin != nullptr && !before_begin) queue_begin(p, *tx);
     look_up_.queue(p, by_hash);
     p.run();
-    return looked_up(p.last(), key, fingerprint);
+    record_lookup found =
+        looked_up(p.last(), key, fingerprint, !before_begin || level != isolation_level::read_committed);
+    if (found.what != record_lookup::found::reserve)  // a reserve sends BEGIN with it either way
+        answered_ = static_cast<std::uint8_t>(answered_ << 1 | (found.what == record_lookup::found::answer ? 1 : 0));
+    if (before_begin && found.what == record_lookup::found::nothing) {
+        // The work runs next, in the transaction, however it reaches the session.
+        pipeline b(conn_);
+        queue_begin(b, *tx);
+        b.run();
+    }
+    return found;
+}
+
+void record_statements::queue_begin(pipeline& p, fast_path& tx) {
+    const char* begin = tx.held_begin();
+    if (begin_text_.sql == nullptr) begin_text_.sql = begin;
+    if (begin == begin_text_.sql) {
+        const parameters none;
+        begin_.queue(p, none);
+    } else {
+        p.query(begin, "BEGIN");  // not the runner these statements belong to
+    }
+    tx.begin_sent();  // before it runs: a BEGIN that fails midway is still ended by ROLLBACK
 }
 
 std::unique_ptr<deferred> record_statements::insert_at_commit(const record_key& key, std::string_view fingerprint,

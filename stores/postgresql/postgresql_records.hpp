@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -51,7 +52,12 @@ public:
     [[nodiscard]] bool release(const record_key& key, std::string_view token);
 
     // The one-statement form (transactional_record_store::look_up): a plain read
-    // by primary key, after `tx`'s held BEGIN in the same round trip.
+    // by primary key, after `tx`'s held BEGIN in the same round trip. While most
+    // lookups on this connection find a record that answers the call (a burst of
+    // retries), it goes before BEGIN, outside the transaction, and BEGIN is held
+    // further: a replay is one round trip and sends no BEGIN at all; when it finds
+    // no record, BEGIN goes alone before the work, whatever way that reaches the
+    // session. The record inserted with COMMIT decides between duplicates either way.
     [[nodiscard]] record_lookup look_up(const record_key& key, std::string_view fingerprint, fast_path* tx);
     // Its record, to send with COMMIT: a plain INSERT that fails the transaction
     // when the key has a record by then (store_error(lost_race), SQLSTATE 23505 as its native code
@@ -73,8 +79,12 @@ public:
     [[nodiscard]] std::size_t purge(std::size_t limit, duration older_than);
 
 private:
+    class at_commit;
     class completion;
     class insertion;
+
+    // Queues `tx`'s held BEGIN, prepared on this connection like the statements.
+    void queue_begin(pipeline& p, fast_path& tx);
 
     [[nodiscard]] bool run_checked(prepared_statement& s, const parameters& values);
     // The live entry a reserve found in its way, locked; nullopt when it is gone or
@@ -83,16 +93,25 @@ private:
     [[nodiscard]] static store_error changing(const record_key& key);
     // The statement's name on this connection; empty when statements go unnamed.
     [[nodiscard]] std::string name(std::string_view operation) const;
+    // Whether most of the last 8 lookups on this connection that decided
+    // between a replay and a first run found a record that answers the call.
+    [[nodiscard]] bool mostly_answered() const noexcept { return std::popcount(answered_) > 4; }
 
     PGconn* conn_;
     int backend_pid_;
     std::string prefix_;
     prepared_statement reserve_, reserve_in_, lookup_, look_up_, insert_, complete_, complete_at_commit_, release_,
         inspect_, recent_, forget_, count_expired_, purge_;
+    // The transaction control the fast path sends in its pipelines: parsed once
+    // per connection rather than per transaction. BEGIN's text is the runner's
+    // (these statements belong to one runner), known at its first use.
+    statement_text begin_text_{nullptr, {}, "BEGIN"};
+    prepared_statement begin_, commit_;
     // The last reservation made in a runner's transaction on this connection.
     std::uint64_t reserved_serial_ = 0;
     std::array<std::byte, 32> reserved_digest_{};
     std::string reserved_token_;
+    std::uint8_t answered_ = 0;  // one bit per such lookup, the latest lowest: 1 when it answered
 };
 
 // How the statements' answer rows are read: store_error(corrupt_record) for a
@@ -106,8 +125,10 @@ private:
 // The locked read's row: the live entry's answer; nullopt when it is gone or expired.
 [[nodiscard]] std::optional<reservation> locked_answer(const result& row, const record_key& key,
                                                        std::string_view fingerprint);
-// The one-statement form's lookup row.
-[[nodiscard]] record_lookup looked_up(const result& row, const record_key& key, std::string_view fingerprint);
+// The one-statement form's lookup row; `tells_level`: the level it ran at is
+// the transaction's (store_error(unsupported) unless READ COMMITTED).
+[[nodiscard]] record_lookup looked_up(const result& row, const record_key& key, std::string_view fingerprint,
+                                      bool tells_level);
 // Throws store_error(lost_race, "23505") when `r` failed on idem_records' primary key.
 void raise_if_taken(const result& r);
 // The inspect row; nullopt when there is none.

@@ -163,7 +163,8 @@ bool postgresql_store::do_complete_in(unit_of_work& tx, const record_key& key, s
 }
 
 record_lookup postgresql_store::do_look_up_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint) {
-    // In a runner's transaction a held-back BEGIN goes out with the lookup, in one round trip.
+    // In a runner's transaction a held-back BEGIN goes out with the lookup, in one
+    // round trip, or after it when it finds nothing (record_statements::look_up).
     detail::fast_path& fast = tx.internals();
     pg::record_statements& s = impl_->statements(tx, fast.store_session());
     return s.look_up(key, fingerprint, &fast);

@@ -65,6 +65,10 @@ public:
         return std::make_unique<sqlite_connection>(session);
     }
 
+    [[nodiscard]] std::string_view clock_ms() const noexcept override {
+        return "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
+    }
+
     // SOCI's SQLite error keeps the result code: it tells a busy database and a
     // constraint apart. The message is SQLite's generic text for the code.
     void translate_error(std::string_view what, soci::session*) const override {

@@ -33,7 +33,8 @@ TEST_CASE("migrate applies the schema once; a second run applies nothing and sti
     auto r = w.idem({"migrate", "--db", "sqlite:" + w.db});
     CHECK(r.exit_code == 0);
     CHECK(r.out ==
-          "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied 0004_steps\n"
+          "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied 0004_steps\napplied "
+          "0005_completer\n"
           "applied 0006_outbox_claim_order\n");
     CHECK(w.rows() == 0);
 
@@ -52,7 +53,8 @@ TEST_CASE("--db accepts sqlite:PATH, sqlite:///PATH and paths ending in .db, .sq
         const auto r = w.idem({"migrate", "--db", url});
         CHECK(r.exit_code == 0);
         CHECK(r.out ==
-              "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied 0004_steps\n"
+              "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied "
+              "0004_steps\napplied 0005_completer\n"
               "applied 0006_outbox_claim_order\n");
     }
     CHECK(std::filesystem::exists(base / "a"));
@@ -255,7 +257,7 @@ TEST_CASE("inspect: an unknown record exits 3 with a clear message") {
     auto r = w.idem({"inspect", "--db", w.db, "--key-hash", digest_hex(k)});
     CHECK(r.exit_code == 3);
     CHECK(r.out.empty());
-    CHECK(contains(r.err, "no record with key hash " + k.key_hash()));
+    CHECK(contains(r.err, "no record or operation with key hash " + k.key_hash()));
     r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--tenant", "acme", "--key", "never-0"});
     CHECK(r.exit_code == 3);
 }

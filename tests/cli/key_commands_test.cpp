@@ -131,7 +131,8 @@ TEST_CASE("an unknown command is named, with the commands there are") {
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
     CHECK(r.err ==
-          "idem: unknown command 'idem bogus'; the commands are migrate, purge, key, inspect, forget, relay, outbox "
+          "idem: unknown command 'idem bogus'; the commands are migrate, purge, key, inspect, forget, complete, relay, "
+          "outbox "
           "(`idem --help`)\n");
     r = w.idem({"key", "derived", "refund"});
     CHECK(r.exit_code == 2);
@@ -156,6 +157,7 @@ TEST_CASE("--help on every subcommand") {
              {"key", "message", "--help"},
              {"key", "storage", "--help"},
              {"key", "valid", "--help"},
+             {"complete", "--help"},
          }) {
         const auto r = w.idem(args);
         CAPTURE(args.front());
@@ -164,4 +166,5 @@ TEST_CASE("--help on every subcommand") {
     }
     CHECK(w.idem({"purge", "--help"}).out.find("--older-than") != std::string::npos);
     CHECK(w.idem({"inspect", "--help"}).out.find("--payload") != std::string::npos);
+    CHECK(w.idem({"complete", "--help"}).out.find("--compensate") != std::string::npos);
 }

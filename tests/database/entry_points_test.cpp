@@ -10,6 +10,7 @@
 #include <barrier>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -18,11 +19,13 @@
 #include "idem/http/layer.hpp"
 #include "idem/http/problem.hpp"
 #include "idem/inbox.hpp"
+#include "idem/operation.hpp"
 #include "idem/sqlite_store.hpp"
 #include "idem/webhook.hpp"
 #include "mapped_bank.hpp"
 #include "recording_sink.hpp"
 #ifdef IDEM_TEST_POSTGRESQL
+#include "slow_commit.hpp"
 #include "tcp_proxy.hpp"
 #endif
 
@@ -425,38 +428,89 @@ TEST_CASE("a borrowed session runs the same units of work on the application's o
     }
 }
 
-#ifdef IDEM_TEST_POSTGRESQL
-
 namespace {
 
-// A COMMIT whose deferred trigger waits, so that a test can break the connection
-// while the server commits (or ends the backend, so that it rolls back).
-void slow_commits(idem::database& db) {
-    db.transact([](idem::unit_of_work& uow) {
-        uow.sql() << "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-                     "PERFORM pg_sleep(1); RETURN NULL; END $$";
-        uow.sql() << "CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON transfers DEFERRABLE INITIALLY DEFERRED "
-                     "FOR EACH ROW EXECUTE FUNCTION slow_commit()";
+// An endpoint in steps: moves the amount of its body from alice to bob in a step,
+// asks a provider (a call that fails while `provider_down`), answers 201.
+struct transfer_operation {
+    bool provider_down = false;
+    int moves = 0;
+    std::unique_ptr<idem::operation<http::response>> op;
+
+    explicit transfer_operation(const http::idempotency_layer& layer)
+        : op(std::make_unique<idem::operation<http::response>>(
+              "bank.http_transfer",
+              [this](idem::steps& s) {
+                  s.step("move", [&](idem::unit_of_work& uow) { return (++moves, move(uow, 10), 0); });
+                  const std::string charge = s.call("notify", [&](const std::string&) {
+                      if (provider_down) throw std::runtime_error("the provider did not answer");
+                      return std::string("ok");
+                  });
+                  return http::response{.status = 201, .body = R"({"moved":10,"provider":")" + charge + "\"}"};
+              },
+              idem::operation_options<http::response>{.codec = layer.operation_codec()})) {}
+};
+
+}  // namespace
+
+TEST_CASE("HTTP in steps: the final response, 202 with the state while it is unfinished, then the replay") {
+    on_every_bank([](idem::database& db) {
+        http::idempotency_layer layer(db.executor(), client_scoped());
+        transfer_operation transfer(layer);
+        // In every mode an operation in steps needs its key.
+        layer.source().replace({.mode = idem::mode::observe});
+        CHECK(layer.handle(db, keyed_request{}.view(), *transfer.op).status == 400);
+        layer.source().replace({});
+        const keyed_request req{.key_header = "s1"};
+        transfer.provider_down = true;
+        const http::response unfinished = layer.handle(db, req.view(), *transfer.op);
+        CHECK(unfinished.status == 202);
+        CHECK(unfinished.header("Retry-After") == "1");
+        CHECK(unfinished.header("Content-Type") == "application/json");
+        CHECK(unfinished.body ==
+              R"({"completer_runs":0,"recovery_point":1,"state":"running","steps":[{"attempts":1,"compensation":false,)"
+              R"("kind":"step","name":"move","stored":true},{"attempts":1,"compensation":false,"kind":"call",)"
+              R"("name":"notify","stored":false}]})");
+        transfer.provider_down = false;
+        const http::response done = layer.handle(db, req.view(), *transfer.op);
+        CHECK(done.status == 201);
+        CHECK(done.body == R"({"moved":10,"provider":"ok"})");
+        const http::response again = layer.handle(db, req.view(), *transfer.op);
+        CHECK(again.status == 201);
+        CHECK(again.body == done.body);
+        CHECK(again.header("Idempotent-Replayed") == "true");
+        keyed_request other = req;
+        other.body = R"({"amount":11})";
+        CHECK(layer.handle(db, other.view(), *transfer.op).status == 422);
+        CHECK(transfer.moves == 1);
+        CHECK(balance(db, "bob") == 10);
     });
 }
 
-void wait_for_commit(soci::session& admin) {
-    for (int i = 0; i < 500; ++i) {
-        int sleeping = 0;
-        admin << "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'", soci::into(sleeping);
-        if (sleeping == 1) return;
-        std::this_thread::sleep_for(10ms);
-    }
-    FAIL("no COMMIT reached the trigger");
-}
+#ifdef IDEM_TEST_POSTGRESQL
 
-}  // namespace
+TEST_CASE("HTTP in steps (PostgreSQL): a database that is down answers 503 before the operation begins") {
+    idem::test::postgres_server server;
+    idem::database db = open_bank(idem::test::connection_place(server.conninfo()), {.attempts = 1});
+    http::idempotency_layer layer(db.executor(), client_scoped());
+    transfer_operation transfer(layer);
+    const keyed_request req{.key_header = "down-steps"};
+    server.stop();
+    const http::response r = layer.handle(db, req.view(), *transfer.op);
+    CHECK(r.status == 503);
+    CHECK_FALSE(r.header("Retry-After").empty());
+    server.start();
+    const http::response retry = layer.handle(db, req.view(), *transfer.op);
+    CHECK(retry.status == 201);
+    CHECK(transfer.moves == 1);
+    CHECK(balance(db, "bob") == 10);
+}
 
 TEST_CASE("HTTP in a unit of work (PostgreSQL): an in-doubt COMMIT answers 503; the retry replays or runs") {
     idem::test::postgres_server server;
     idem::test::tcp_proxy proxy(server.port());
     idem::database db = open_bank(idem::test::connection_place(idem::test::with_port(server.conninfo(), proxy.port())));
-    slow_commits(db);
+    idem::test::slow_commits(db, "transfers");
     soci::session admin;
     idem::open_postgresql_session(admin, server.conninfo());
     http::idempotency_layer layer(db.executor(), client_scoped());

@@ -14,9 +14,16 @@
 
 #include "bank_places.hpp"
 #include "child_process.hpp"
+#include "idem/completer.hpp"
 #include "idem/database.hpp"
 #include "idem/keys.hpp"
 #include "steps_bank.hpp"
+#ifdef IDEM_TEST_POSTGRESQL
+#include "idem/postgresql_store.hpp"
+#include "postgres_server.hpp"
+#include "slow_commit.hpp"
+#include "tcp_proxy.hpp"
+#endif
 
 namespace {
 
@@ -24,20 +31,12 @@ using namespace std::chrono_literals;
 using idem::execution_status;
 using namespace idem::test;
 namespace bank = idem::test::steps_bank;
+using bank::ran;
 
 idem::database open_payments(const place& where, idem::database_options options = {}) {
     idem::database db = open_bank(where, std::move(options));
     bank::create_tables(db);
     return db;
-}
-
-long long ran(idem::database& db, const std::string& op, const std::string& step) {
-    return db.read([&](soci::session& sql) {
-        long long n = -1;
-        sql << "SELECT COUNT(*) FROM effects WHERE op = :op AND step = :step", soci::use(op), soci::use(step),
-            soci::into(n);
-        return n;
-    });
 }
 
 long long attempts(idem::database& db, const std::string& name) {
@@ -484,3 +483,63 @@ TEST_CASE("steps: the operation docs/steps.md shows") {
         CHECK(balance(db, "bob") == 40);
     }
 }
+
+#ifdef IDEM_TEST_POSTGRESQL
+
+TEST_CASE("steps (PostgreSQL): a step whose COMMIT went unanswered is read back before anything runs again") {
+    idem::test::postgres_server server;
+    idem::test::tcp_proxy proxy(server.port());
+    idem::database db = open_payments(connection_place(idem::test::with_port(server.conninfo(), proxy.port())));
+    idem::test::slow_commits(db, "effects");
+    soci::session admin;
+    idem::open_postgresql_session(admin, server.conninfo());
+
+    SUBCASE("it committed: the server finished the COMMIT after the connection broke") {
+        auto pending = std::async(std::launch::async, [&] { return bank::pay(db, "doubt-committed", 25); });
+        wait_for_commit(admin);
+        proxy.sever();
+        CHECK_THROWS_AS((void)pending.get(), idem::transaction_in_doubt);
+        std::this_thread::sleep_for(1500ms);  // the server ends its COMMIT
+        db.transact([](idem::unit_of_work& uow) { uow.sql() << "DROP TRIGGER slow_commit ON effects"; });
+        // The hold's row says it committed: the rerun takes its stored result and goes on.
+        auto e = bank::pay(db, "doubt-committed", 25);
+        CHECK(e.status() == execution_status::executed);
+        CHECK(ran(db, "doubt-committed", "hold") == 1);
+        CHECK(ran(db, "doubt-committed", "settle") == 1);
+        CHECK(balance(db, "alice") == 1000000 - 25);
+        CHECK(attempts(db, "hold") == 1);
+    }
+    SUBCASE("it did not: the server ended the backend during the COMMIT") {
+        auto pending = std::async(std::launch::async, [&] { return bank::pay(db, "doubt-rolled-back", 25); });
+        wait_for_commit(admin);
+        admin << "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'PgSleep'";
+        CHECK_THROWS_AS((void)pending.get(), idem::transaction_in_doubt);
+        db.transact([](idem::unit_of_work& uow) { uow.sql() << "DROP TRIGGER slow_commit ON effects"; });
+        // No row for the hold: the rerun runs it, once.
+        auto e = bank::pay(db, "doubt-rolled-back", 25);
+        CHECK(e.status() == execution_status::executed);
+        CHECK(ran(db, "doubt-rolled-back", "hold") == 1);
+        CHECK(ran(db, "doubt-rolled-back", "settle") == 1);
+        CHECK(balance(db, "alice") == 1000000 - 25);
+    }
+}
+
+TEST_CASE("steps (PostgreSQL): a database that is down is store_error, for a run and for the completer") {
+    idem::test::postgres_server server;
+    idem::database db = open_payments(connection_place(server.conninfo()), {.attempts = 1});
+    const auto payment = bank::payment(db);
+    idem::completer completer(db, {payment}, {.idle_wait = 5ms});
+    server.stop();
+    CHECK_THROWS_AS((void)bank::pay_with(payment, db, "down", 25), idem::store_error);
+    CHECK_THROWS_AS((void)completer.run_once(), idem::store_error);
+    CHECK_THROWS_AS((void)idem::inspect_operation(db, bank::key_of("down")), idem::store_error);
+    server.start();
+    // Nothing was begun: the key runs anew, each step once.
+    auto e = bank::pay_with(payment, db, "down", 25);
+    CHECK(e.status() == execution_status::executed);
+    CHECK(ran(db, "down", "hold") == 1);
+    CHECK(ran(db, "down", "settle") == 1);
+    CHECK(balance(db, "bob") == 25);
+}
+
+#endif

@@ -47,6 +47,10 @@ ALLOWED = [
     # the relay in idem_database and the idem command's purge run.
     (r"^idem::detail::(publish|publishing_record)(::|$)", {"libidem_sql"}),
     (r"^idem::detail::outbox_table::", {"libidem_sql"}),
+    # The statements on the operations in steps' tables (lib/sql/operations_table.hpp)
+    # that the completer in idem_database and the idem command's inspect, complete
+    # and purge run.
+    (r"^idem::detail::operations_table::", {"libidem_sql"}),
     # The test-only switch that shows the lost updates the mapped objects' checks prevent.
     (r"^idem::detail::set_concurrency_checks$", {"libidem_sql"}),
     # SHA-1 and hex of libidem's crypto: the Redis store names its Lua scripts by their SHA-1 (EVALSHA).

@@ -37,6 +37,7 @@ struct service_config {
     std::string db = {};                  // empty: a new SQLite file, or the shared PostgreSQL database
     std::vector<std::string> extra = {};  // more flags
     std::string crash_at = {};            // the step IDEM_PAYMENTS_CRASH_AT names for this process
+    int crash_after = 1;                  // IDEM_PAYMENTS_CRASH_AFTER: it dies the n-th time it gets there
 };
 
 struct payments_service {
@@ -68,9 +69,13 @@ struct payments_service {
         o.argv.insert(o.argv.end(), config.extra.begin(), config.extra.end());
         o.pipe_stdout = true;
         // The child inherits the variable; tests start their services one at a time.
-        if (!config.crash_at.empty()) ::setenv("IDEM_PAYMENTS_CRASH_AT", config.crash_at.c_str(), 1);
+        if (!config.crash_at.empty()) {
+            ::setenv("IDEM_PAYMENTS_CRASH_AT", config.crash_at.c_str(), 1);
+            ::setenv("IDEM_PAYMENTS_CRASH_AFTER", std::to_string(config.crash_after).c_str(), 1);
+        }
         process = std::make_unique<child_process>(std::move(o));
         ::unsetenv("IDEM_PAYMENTS_CRASH_AT");
+        ::unsetenv("IDEM_PAYMENTS_CRASH_AFTER");
         const auto line = process->read_line(20s);
         REQUIRE(line.has_value());
         const auto colon = line->rfind(':');

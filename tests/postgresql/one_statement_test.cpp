@@ -5,11 +5,15 @@
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/soci.h>
 
+#include <atomic>
 #include <barrier>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <future>
+#include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "executor_fixture.hpp"
@@ -44,17 +48,30 @@ public:
     round_trips& operator=(const round_trips&) = delete;
 
     int count() {
-        std::fflush(trace_);
-        std::rewind(trace_);
         int n = 0;
-        char line[4096];
-        while (std::fgets(line, sizeof line, trace_) != nullptr) {
-            const std::string_view l(line);
-            if (l.starts_with("F\t") &&
-                (l.find("\tSync") != std::string_view::npos || l.find("\tQuery\t") != std::string_view::npos))
-                ++n;
-        }
-        std::rewind(trace_);
+        each_sent([&](std::string_view l) {
+            n += waits(l) ? 1 : 0;
+            return true;
+        });
+        return n;
+    }
+    // Whether a message sent since the last reset() carried `command` (BEGIN, COMMIT).
+    bool sent(std::string_view command) {
+        bool found = false;
+        each_sent([&](std::string_view l) {
+            found = carries(l, command);
+            return !found;
+        });
+        return found;
+    }
+    // The round trips completed before the first message that carried `command`.
+    int before(std::string_view command) {
+        int n = 0;
+        each_sent([&](std::string_view l) {
+            if (carries(l, command)) return false;
+            n += waits(l) ? 1 : 0;
+            return true;
+        });
         return n;
     }
     void reset() {
@@ -66,6 +83,28 @@ public:
     }
 
 private:
+    // Calls more(line) on each message sent since the last reset(), while it returns true.
+    template <class More>
+    void each_sent(More more) {
+        std::fflush(trace_);
+        std::rewind(trace_);
+        char line[4096];
+        while (std::fgets(line, sizeof line, trace_) != nullptr)
+            if (std::string_view(line).starts_with("F\t") && !more(std::string_view(line))) break;
+        std::fseek(trace_, 0, SEEK_END);
+    }
+    // A message after which libpq waits for the server.
+    static bool waits(std::string_view line) {
+        return line.find("\tSync") != std::string_view::npos || line.find("\tQuery\t") != std::string_view::npos;
+    }
+    // As text (Query, Parse), or by the name of the store's statement prepared for it (Bind of "idem1_begin").
+    static bool carries(std::string_view line, std::string_view command) {
+        std::string named = "_";
+        for (const char c : command) named += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        named += '"';
+        return line.find(command) != std::string_view::npos || line.find(named) != std::string_view::npos;
+    }
+
     PGconn* conn_;
     std::FILE* trace_;
 };
@@ -83,6 +122,50 @@ const path plain{"runner.run + executor.execute(tx)",
                  }};
 const path fast{"execute_in_transaction", [](executor_fixture& f, const std::string& key, idem::execution_options o,
                                              const char* fp) { return f.transfer_fast(key, o, fp); }};
+
+// A completed record of its own, replayed on `runner` until the lookups of its
+// connection go out before BEGIN (a replay is then one round trip): as in a
+// burst of retries. Touches no business row.
+void replay_until_lookups_go_first(executor_fixture& f, idem::transaction_runner& runner) {
+    const idem::record_key primer = bank::transfer_key("primer");
+    auto r = f.store->try_reserve(primer, bank::fingerprint, 1min);
+    if (r.status == reservation_status::reserved)
+        REQUIRE(f.store->complete(primer, r.token, bank::fingerprint, "primed", 1h));
+    round_trips trips(runner.session());
+    for (int i = 0; i < 16; ++i) {
+        trips.reset();
+        const auto e = idem::detail::execute_in_transaction(
+            f.exec, runner, primer, bank::fingerprint, {},
+            [](unit_of_work&) -> std::string { throw std::logic_error("a replay ran the operation"); }, f.codec);
+        REQUIRE(e.status() == execution_status::replayed);
+        REQUIRE(e.value() == "primed");
+        if (trips.count() == 1 && !trips.sent("BEGIN")) return;
+    }
+    FAIL("the replays kept sending BEGIN");
+}
+
+// One of several duplicate transfers of `key`, each on its own connection:
+// its work waits at `inside` until every duplicate has looked the key up.
+struct duplicates {
+    executor_fixture& f;
+    std::string key;
+    std::barrier<>& inside;
+    std::atomic<int> executed{0}, replayed{0};
+
+    void run(idem::transaction_runner& runner) {
+        auto e = idem::detail::execute_in_transaction(
+            f.exec, runner, bank::transfer_key(key), bank::fingerprint, {},
+            [&](unit_of_work& tx) {
+                ++f.runs;
+                inside.arrive_and_wait();
+                bank::move_money(tx.sql(), key, 10);
+                return std::string("moved 10");
+            },
+            f.codec);
+        if (e.status() == execution_status::executed) ++executed;
+        if (e.status() == execution_status::replayed && e.value() == "moved 10") ++replayed;
+    }
+};
 
 }  // namespace
 
@@ -277,27 +360,14 @@ TEST_CASE("execute_in_transaction: duplicates on their own connections all run; 
     std::vector<std::unique_ptr<executor_fixture::connection>> connections;
     for (int t = 0; t < threads; ++t)
         connections.push_back(std::make_unique<executor_fixture::connection>(*f.database));
-    std::barrier all_inside(threads);  // nobody commits before every duplicate has looked the key up
-    std::atomic<int> executed{0}, replayed{0};
+    std::barrier<> all_inside(threads);  // nobody commits before every duplicate has looked the key up
+    duplicates d1{f, "d-1", all_inside};
     std::vector<std::jthread> pool;
-    for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            auto e = idem::detail::execute_in_transaction(
-                f.exec, *connections[t]->runner, bank::transfer_key("d-1"), bank::fingerprint, {},
-                [&](unit_of_work& tx) {
-                    ++f.runs;
-                    all_inside.arrive_and_wait();
-                    bank::move_money(tx.sql(), "d-1", 10);
-                    return std::string("moved 10");
-                },
-                f.codec);
-            if (e.status() == execution_status::executed) ++executed;
-            if (e.status() == execution_status::replayed && e.value() == "moved 10") ++replayed;
-        });
+    for (int t = 0; t < threads; ++t) pool.emplace_back([&, t] { d1.run(*connections[t]->runner); });
     pool.clear();
     CHECK(f.runs == threads);
-    CHECK(executed == 1);
-    CHECK(replayed == threads - 1);
+    CHECK(d1.executed == 1);
+    CHECK(d1.replayed == threads - 1);
     CHECK(f.ledger() == 1);
     CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
     CHECK(f.sink->count(idem::outcome::executed, idem::mode::enforce) == 1);
@@ -345,5 +415,233 @@ TEST_CASE("execute_in_transaction: a throwing operation leaves nothing, and a ke
               .status() == execution_status::executed);
     CHECK(f.record("t-2") == reservation_status::in_flight);
     CHECK(f.transfer_fast("t-2").status() == execution_status::in_flight);
+    CHECK(f.ledger() == 1);
+}
+
+TEST_CASE("execute_in_transaction: while lookups find records, a replay is one round trip and opens no transaction") {
+    executor_fixture f;
+    (void)f.transfer_fast("warm-up");  // prepares the store's statements on this connection
+    round_trips trips(f.session);
+    f.runner->run([&](unit_of_work& tx) { bank::move_money(tx.sql(), "bare", 10); });
+    const int bare = trips.count();
+    CHECK(f.transfer_fast("q-1").status() == execution_status::executed);
+    replay_until_lookups_go_first(f, *f.runner);
+
+    trips.reset();
+    auto replay = f.transfer_fast("q-1");
+    CHECK(replay.status() == execution_status::replayed);
+    CHECK(replay.value() == "moved 10");
+    CHECK(trips.count() == 1);
+    CHECK_FALSE(trips.sent("BEGIN"));
+    CHECK_FALSE(trips.sent("COMMIT"));
+    trips.reset();
+    CHECK(f.transfer_fast("q-1", {}, "another transfer").status() == execution_status::key_reused);
+    CHECK(trips.count() == 1);
+    CHECK(f.runner->last_state() == idem::transaction_state::committed);
+
+    // A call that runs its work there sends BEGIN alone, after the lookup and
+    // before the work: one round trip more than bare, until calls that run
+    // their work are most of the connection's lookups again.
+    int executed = 4;  // warm-up, bare, q-1, q-2
+    trips.reset();
+    CHECK(f.transfer_fast("q-2").status() == execution_status::executed);
+    CHECK(trips.count() == bare + 1);
+    CHECK(trips.before("BEGIN") == 1);
+    bool back = false;
+    for (int i = 0; i < 8 && !back; ++i) {
+        trips.reset();
+        CHECK(f.transfer_fast("q-3-" + std::to_string(i)).status() == execution_status::executed);
+        ++executed;
+        back = trips.count() == bare;
+        if (!back) CHECK(trips.count() == bare + 1);
+    }
+    CHECK(back);
+    CHECK(trips.before("BEGIN") == 0);  // with the lookup again
+    CHECK(f.ledger() == executed);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10 * executed);
+}
+
+TEST_CASE(
+    "execute_in_transaction, lookups before BEGIN: the work runs in the transaction however it reaches the session") {
+    executor_fixture f;
+    replay_until_lookups_go_first(f, *f.runner);
+    round_trips trips(f.session);
+    // The work writes through the session itself, not tx.sql(), then throws: its writes roll back.
+    CHECK_THROWS_AS(idem::detail::execute_in_transaction(
+                        f.exec, *f.runner, bank::transfer_key("b-1"), bank::fingerprint, {},
+                        [&](unit_of_work&) -> std::string {
+                            bank::move_money(f.session, "b-1", 10);
+                            throw business_failure();
+                        },
+                        f.codec),
+                    business_failure);
+    CHECK(trips.before("BEGIN") == 1);  // the lookup went first
+    CHECK(f.runner->last_state() == idem::transaction_state::rolled_back);
+    CHECK(f.ledger() == 0);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance);
+    CHECK(f.record("b-1") == reservation_status::reserved);
+
+    // The same work returning commits its writes with the record.
+    trips.reset();
+    auto e = idem::detail::execute_in_transaction(
+        f.exec, *f.runner, bank::transfer_key("b-1"), bank::fingerprint, {},
+        [&](unit_of_work&) {
+            bank::move_money(f.session, "b-1", 10);
+            return std::string("moved 10");
+        },
+        f.codec);
+    CHECK(e.status() == execution_status::executed);
+    CHECK(trips.before("BEGIN") == 1);
+    CHECK(f.ledger() == 1);
+    CHECK(f.record("b-1") == reservation_status::completed);
+
+    // Observe and off on the same connection: the operation runs, in its transaction.
+    CHECK(f.transfer_fast("b-2", {.mode = idem::mode::observe}).status() == execution_status::executed);
+    CHECK(f.record("b-2") == reservation_status::completed);
+    CHECK(f.transfer_fast("b-2", {.mode = idem::mode::observe}).enforce_decision() == execution_status::replayed);
+    CHECK(f.transfer_fast("b-3", {.mode = idem::mode::off}).status() == execution_status::executed);
+    CHECK(f.record("b-3") == reservation_status::reserved);
+    CHECK(f.ledger() == 4);
+    CHECK(bank::balance(f.session, "bob") == bank::opening_balance + 40);
+}
+
+namespace {
+
+// Waits until a backend of the test database waits for a lock another transaction holds.
+void wait_for_a_lock_wait(soci::session& admin) {
+    for (int i = 0; i < 1000; ++i) {
+        long long waiting = 0;
+        admin << "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                 "AND datname = current_database()",
+            soci::into(waiting);
+        if (waiting > 0) return;
+        std::this_thread::sleep_for(10ms);
+    }
+    FAIL("no backend ever waited for the lock");
+}
+
+// Runs `call` on another thread while a transaction on the fixture's connection
+// holds what hold(tx) locked, and commits that transaction once the call waits for it.
+template <class Call>
+auto while_held(executor_fixture& f, soci::session& admin, const std::function<void(unit_of_work&)>& hold, Call call) {
+    std::promise<void> locked, go;
+    std::jthread holder([&] {
+        f.runner->run([&](unit_of_work& tx) {
+            hold(tx);
+            locked.set_value();
+            go.get_future().wait();
+        });
+    });
+    locked.get_future().wait();
+    auto answer = std::async(std::launch::async, call);
+    wait_for_a_lock_wait(admin);
+    go.set_value();
+    holder.join();
+    return answer.get();
+}
+
+}  // namespace
+
+TEST_CASE("execute_in_transaction, lookups before BEGIN: a record completed or expired after the lookup decides") {
+    executor_fixture f;
+    executor_fixture::connection other(*f.database);
+    replay_until_lookups_go_first(f, *other.runner);
+    soci::session admin;
+    f.database->connect(admin);
+    round_trips trips(other.session);
+
+    // In flight under a lease-mode reservation, whose completion holds the row
+    // while the lookup reads the reservation: the reserve that follows waits for
+    // it, then replays the completed record without running the work.
+    auto held = f.store->try_reserve(bank::transfer_key("x-1"), bank::fingerprint, 1min);
+    REQUIRE(held.status == reservation_status::reserved);
+    const auto call = [&](const std::string& key) {
+        return [&f, &other, key] {
+            return idem::detail::execute_in_transaction(f.exec, *other.runner, bank::transfer_key(key),
+                                                        bank::fingerprint, {}, f.operation(key), f.codec);
+        };
+    };
+    auto e = while_held(
+        f, admin,
+        [&](unit_of_work& tx) {
+            REQUIRE(f.store->complete(tx, bank::transfer_key("x-1"), held.token, bank::fingerprint, "moved 10", 1h));
+        },
+        call("x-1"));
+    CHECK(e.status() == execution_status::replayed);
+    CHECK(e.value() == "moved 10");
+    CHECK(trips.before("BEGIN") == 1);  // the lookup went first
+    CHECK(f.runs == 0);
+
+    // Expired by the transaction holding the row meanwhile: the waiting reserve takes it over, and the work runs.
+    trips.reset();
+    auto stale = f.store->try_reserve(bank::transfer_key("x-2"), bank::fingerprint, 1min);
+    REQUIRE(stale.status == reservation_status::reserved);
+    auto taken = while_held(
+        f, admin,
+        [&](unit_of_work& tx) {
+            tx.sql() << "UPDATE idem_records SET expires_at = now() - interval '1 second' WHERE key_hash = '\\x" +
+                            idem::test::record_id_hex(bank::transfer_key("x-2")) + "'";
+        },
+        call("x-2"));
+    CHECK(taken.status() == execution_status::executed);
+    CHECK(trips.before("BEGIN") == 1);
+    CHECK(f.runs == 1);
+    CHECK(f.ledger() == 1);
+    CHECK(f.record("x-2") == reservation_status::completed);
+    CHECK(f.store->complete(bank::transfer_key("x-2"), stale.token, bank::fingerprint, "stale", 1h) == false);
+}
+
+TEST_CASE("execute_in_transaction, lookups before BEGIN: duplicates that both ran: one commits, the other replays") {
+    executor_fixture f;
+    executor_fixture::connection other(*f.database);
+    replay_until_lookups_go_first(f, *f.runner);
+    replay_until_lookups_go_first(f, *other.runner);
+    std::barrier<> both_inside(2);  // neither commits before both have looked the key up and found nothing
+    duplicates d9{f, "d-9", both_inside};
+    {
+        std::jthread first([&] { d9.run(*f.runner); });
+        d9.run(*other.runner);
+    }
+    CHECK(f.runs == 2);
+    CHECK(d9.executed == 1);
+    CHECK(d9.replayed == 1);
+    CHECK(f.ledger() == 1);
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 10);
+}
+
+TEST_CASE(
+    "execute_in_transaction, lookups before BEGIN: the transaction's isolation level decides, not the session's") {
+    executor_fixture f;
+    idem::transaction_runner read_committed(f.session, {.isolation = idem::isolation_level::read_committed});
+    replay_until_lookups_go_first(f, read_committed);
+    replay_until_lookups_go_first(f, *f.runner);
+    f.session << "SET default_transaction_isolation = 'serializable'";
+    round_trips trips(f.session);
+
+    // BEGIN names READ COMMITTED: the lookup before it runs at the session's level, which does not count.
+    CHECK(idem::detail::execute_in_transaction(f.exec, read_committed, bank::transfer_key("i-1"), bank::fingerprint, {},
+                                               f.operation("i-1"), f.codec)
+              .status() == execution_status::executed);
+    CHECK(trips.before("BEGIN") == 1);
+    CHECK(idem::detail::execute_in_transaction(f.exec, read_committed, bank::transfer_key("i-1"), bank::fingerprint, {},
+                                               f.operation("i-1"), f.codec)
+              .status() == execution_status::replayed);
+
+    // BEGIN names no level: the session's is the transaction's, and refused before any work.
+    const auto refused = [&](idem::transaction_runner& runner, const std::string& key) {
+        try {
+            (void)idem::detail::execute_in_transaction(f.exec, runner, bank::transfer_key(key), bank::fingerprint, {},
+                                                       f.operation(key), f.codec);
+            FAIL("a transaction at SERIALIZABLE or REPEATABLE READ was not refused");
+        } catch (const idem::store_error& e) {
+            CHECK(e.failure() == idem::store_failure::unsupported);
+        }
+    };
+    refused(*f.runner, "i-2");
+    // BEGIN names REPEATABLE READ: the lookup goes with it, and is refused.
+    f.session << "SET default_transaction_isolation = 'read committed'";
+    idem::transaction_runner repeatable(f.session, {.isolation = idem::isolation_level::repeatable_read});
+    refused(repeatable, "i-3");
+    CHECK(f.runs == 1);
     CHECK(f.ledger() == 1);
 }

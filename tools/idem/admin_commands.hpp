@@ -1,4 +1,4 @@
-// `idem migrate`, `idem purge`, `idem inspect`, `idem forget`: the commands that open a store.
+// `idem migrate`, `idem purge`, `idem inspect`, `idem forget`, `idem complete`: the commands that open a store.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -11,6 +11,9 @@ namespace idem::cli {
 inline constexpr int exit_not_found = 3;
 // Exit code of `forget` for a record in flight, kept because --force was not given.
 inline constexpr int exit_in_flight = 4;
+// Exit code of `complete` when an operation in steps waited longer than
+// --stuck-after for a completer (no service's completer finishes it).
+inline constexpr int exit_stuck = 5;
 
 void add_migrate_command(CLI::App& app);
 void add_purge_command(CLI::App& app);
@@ -18,5 +21,7 @@ void add_purge_command(CLI::App& app);
 void add_inspect_command(CLI::App& app, int& exit_code);
 // `exit_code` receives exit_not_found or exit_in_flight when nothing was deleted.
 void add_forget_command(CLI::App& app, int& exit_code);
+// `exit_code` receives exit_stuck, or exit_not_found for an operation that is not unfinished.
+void add_complete_command(CLI::App& app, int& exit_code);
 
 }  // namespace idem::cli

@@ -12,6 +12,7 @@
 
 #include "admin_commands.hpp"
 #include "database_arg.hpp"
+#include "operation_report.hpp"
 #include "record_key_flags.hpp"
 #include "record_report.hpp"
 
@@ -27,23 +28,31 @@ struct inspect_args {
     std::optional<std::int64_t> recent;
 };
 
+// The record and the operation in steps the digest names (either, both or none).
 int inspect_one(const inspect_args& args) {
     const digest d = named_record(args.key_hash, args.key);
     const database_url db = parse_database_url(args.url);
-    const auto record =
-        on_database(db, [&] { return open_store(db, open_mode::read_only).admin->inspect(d, args.payload); });
-    if (!record) {
-        std::cerr << "idem: no record with " << names_of(d) << "\n";
+    std::optional<record_state> record;
+    std::optional<operation_state> operation;
+    on_database(db, [&] {
+        const opened_store store = open_store(db, open_mode::read_only);
+        record = store.admin->inspect(d, args.payload);
+        operation = read_operation(store, d);
+    });
+    if (!record && !operation) {
+        std::cerr << "idem: no record or operation with " << names_of(d) << "\n";
         return exit_not_found;
     }
-    if (!args.payload) {
-        print_record(std::cout, d, *record);
-        return 0;
-    }
-    // stdout carries the payload alone, byte for byte; the description goes to stderr.
-    print_record(std::cerr, d, *record);
-    if (record->payload)
-        std::cout.write(record->payload->data(), static_cast<std::streamsize>(record->payload->size()));
+    // With --payload stdout carries the payload alone, byte for byte (the
+    // record's, else the operation's final result); the description goes to stderr.
+    std::ostream& description = args.payload ? std::cerr : std::cout;
+    if (record) print_record(description, d, *record);
+    if (record && operation) description << '\n';
+    if (operation) print_operation(description, *operation);
+    if (!args.payload) return 0;
+    const std::string* payload = record ? (record->payload ? &*record->payload : nullptr)
+                                        : (operation->finished() ? &operation->result : nullptr);
+    if (payload != nullptr) std::cout.write(payload->data(), static_cast<std::streamsize>(payload->size()));
     std::cout.flush();
     return 0;
 }
@@ -82,7 +91,9 @@ int inspect_recent(const inspect_args& args) {
 void add_inspect_command(CLI::App& app, int& exit_code) {
     auto args = std::make_shared<inspect_args>();
     auto* command = app.add_subcommand(
-        "inspect", "Show one record (state, times, lease or retention left, payload size), or a namespace's latest");
+        "inspect",
+        "Show one record (state, times, lease or retention left, payload size) and the operation in steps under its "
+        "key (recovery point, each step's result and attempts), or a namespace's latest records");
     add_database_option(*command, args->url);
     add_record_options(*command, args->key_hash, args->key);
     command->add_flag("--payload", args->payload,

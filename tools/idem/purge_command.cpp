@@ -19,6 +19,7 @@
 #include "duration_arg.hpp"
 #include "idem/purge.hpp"
 #include "idem/transaction_runner.hpp"
+#include "operation_report.hpp"
 #include "sql/outbox_table.hpp"
 
 namespace idem::cli {
@@ -137,6 +138,36 @@ void purge_outbox(const opened_store& store, const purge_args& args, duration ol
                              elapsed > 0 ? static_cast<double>(r.deleted) / elapsed : 0.0);
 }
 
+// Finished operations in steps past their retention leave through the same
+// loop, with their steps (never an unfinished one: that is the completer's); a
+// line only when there are any.
+void purge_operations(const opened_store& store, const purge_args& args, duration older_than) {
+    const auto older = std::chrono::duration_cast<std::chrono::milliseconds>(older_than).count();
+    const std::size_t bound =
+        args.max_rows == 0 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(args.max_rows);
+    (void)on_operations(store, [&](soci::session& session) {
+        namespace table = detail::operations_table;
+        if (args.dry_run) {
+            const std::size_t expired = table::count_expired(session, older);
+            if (expired > 0) std::cout << fmt::format("would purge {} expired operations\n", std::min(expired, bound));
+            return 0;
+        }
+        transaction_runner runner(session, {.isolation = isolation_level::read_committed});
+        const purge_result r = purge_batches(
+            [&](std::size_t limit, duration) {
+                return runner.run([&](unit_of_work& uow) { return table::purge(uow.sql(), limit, older); });
+            },
+            {.batch = static_cast<std::size_t>(args.batch),
+             .max_rows = args.max_rows == 0 ? std::nullopt : std::optional(bound)});
+        if (r.deleted == 0) return 0;
+        const double elapsed = std::chrono::duration<double>(r.elapsed).count();
+        std::cout << fmt::format("purged {} expired operations in {} batch{}, {:.2f}s ({:.0f} rows/s)\n", r.deleted,
+                                 r.batches, r.batches == 1 ? "" : "es", elapsed,
+                                 elapsed > 0 ? static_cast<double>(r.deleted) / elapsed : 0.0);
+        return 0;
+    });
+}
+
 void purge(const purge_args& args) {
     const duration older_than = parse_duration(args.older_than);
     const database_url db = parse_database_url(args.url);
@@ -145,6 +176,7 @@ void purge(const purge_args& args) {
         const opened_store store = open_store(db, args.dry_run ? open_mode::read_only : open_mode::existing);
         purge(*store.admin, args, older_than);
         purge_outbox(store, args, older_than);
+        purge_operations(store, args, older_than);
     });
 }
 

@@ -7,7 +7,10 @@
 // looks the key up (on PostgreSQL in one pipeline with BEGIN), runs the
 // operation, then inserts the completed record (on PostgreSQL in one pipeline
 // with COMMIT). It costs no round trip beyond the business statements, and a
-// replay is a read.
+// replay is a read. While most lookups on a PostgreSQL connection find a record
+// that answers them (a burst of retries), the lookup goes before BEGIN, outside
+// the transaction: a replay is then one round trip, and a call that runs its
+// work sends BEGIN alone before it.
 //
 // A concurrent duplicate of a call in progress may run its operation too: its
 // record insert then waits for the first transaction and fails when that one

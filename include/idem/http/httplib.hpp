@@ -72,6 +72,20 @@ using layer_call = std::function<response(idempotency_layer&, const request&, co
         std::move(options));
 }
 
+// An endpoint in steps: each request runs `operation` (idem/operation.hpp, with
+// the layer's operation_codec()) at most once per key, the body its input; a
+// request it does not finish answers 202 with the operation's state and
+// Retry-After, until the completer or a retry finishes it (see
+// idempotency_layer::handle(db, req, operation)). `operation` must outlive the server.
+[[nodiscard]] inline httplib_handler idempotent(idempotency_layer& layer, database& db,
+                                                const operation<response>& operation, httplib_options options = {}) {
+    return detail::adapt(
+        layer,
+        [&db, &operation](idempotency_layer& l, const request& req, const resolved_options&,
+                          idem::detail::function_ref<response(unit_of_work*)>) { return l.handle(db, req, operation); },
+        [](unit_of_work*, const httplib::Request&, httplib::Response&) {}, std::move(options));
+}
+
 // Lease mode: wraps `handler` so each keyed request runs it at most once, its record
 // written outside the handler's own transactions. A response with a content provider
 // (streamed) is sent but not stored, and its key released.

@@ -11,17 +11,22 @@
 #pragma once
 
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "idem/completer.hpp"
 #include "idem/database.hpp"
 #include "idem/executor.hpp"
 #include "idem/export.hpp"
 #include "idem/http/message.hpp"
+#include "idem/operation.hpp"
+#include "idem/operation_state.hpp"
 
 namespace idem::http {
 
@@ -87,7 +92,8 @@ public:
     //   committed, or runs). An exception from the endpoint rolls back and propagates.
     // Observe and Off run the endpoint for every request, as with no layer.
     template <class Endpoint>
-    response handle(database& db, const request& req, Endpoint&& endpoint) {
+    requires(!std::derived_from<std::remove_cvref_t<Endpoint>, any_operation>) response
+        handle(database& db, const request& req, Endpoint&& endpoint) {
         return handle(db, req, settings(), std::forward<Endpoint>(endpoint));
     }
     template <class Endpoint>
@@ -112,6 +118,36 @@ public:
         };
         return handle_in_unit(req, live, {unkeyed, keyed, record});
     }
+
+    // An endpoint in steps: the operation (idem/operation.hpp, its codec
+    // operation_codec()) runs at most once per key, its record key in the
+    // operation's namespace, the request's body its input (op.input(), what
+    // the completer runs it on too: an operation reads nothing else of the
+    // request). The answer:
+    // - the operation finished within the request: its final response; a
+    //   retry gets it again (Idempotent-Replayed: true);
+    // - it is unfinished (a step or call failed, another run holds it, the
+    //   completer finishes or compensates it): 202 with its state as JSON
+    //   (state, recovery point, steps, completer runs) and Retry-After; a retry
+    //   with the same key gets the final response once there is one;
+    // - another request's key: 422 Idempotency.KeyReused; no key, an invalid
+    //   one or no scope: 400, in every mode (an operation in steps needs its
+    //   key; Observe and Off do not apply);
+    // - the database is down before the operation began: 503 with Retry-After.
+    // A changed shape (steps_shape_changed) propagates.
+    response handle(database& db, const request& req, const operation<response>& op) {
+        const resolved_options live = settings();
+        const admission a = admit_steps(req, op.name_space());
+        if (a.answer) return *a.answer;
+        auto run = [&] { return op.run(db, *a.key, a.fingerprint, req.body, call_options(req, live)); };
+        auto state = [&] { return inspect_operation(db, *a.key); };
+        return handle_steps(req, a, run, state);
+    }
+
+    // The codec of an operation that answers requests (idem::operation<response>):
+    // the layer's stored form (status, replayed_headers, the exact body), every
+    // final response kept for the retention: an operation's answer is final.
+    [[nodiscard]] std::shared_ptr<const result_codec<response>> operation_codec() const;
 
     // Lease mode: runs `endpoint` (response()) at most once per key, or answers for it;
     // the record is written before and after it, outside any transaction of the
@@ -159,6 +195,12 @@ private:
     response handle_erased(const request& req, const resolved_options& live,
                            idem::detail::function_ref<response()> endpoint);
     response handle_in_unit(const request& req, const resolved_options& live, unit_calls calls);
+    // The steps form's key: the operation's namespace, and a 400 in every mode without one.
+    [[nodiscard]] admission admit_steps(const request& req, std::string_view name_space) const;
+    response handle_steps(const request& req, const admission& a, idem::detail::function_ref<execution<response>()> run,
+                          idem::detail::function_ref<std::optional<operation_state>()> state);
+    // 202 with the operation's state and Retry-After.
+    [[nodiscard]] response in_progress(const operation_state& s) const;
     [[nodiscard]] response answer(execution<response>&& e) const;
     [[nodiscard]] execution_options call_options(const request& req, const resolved_options& live) const;
     [[nodiscard]] const result_codec<response>& in_unit_codec_for(idem::mode m) const noexcept;
