@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -498,5 +499,43 @@ TEST_CASE("purge_delivered_messages deletes delivered messages in batches, never
         CHECK(r.batches == 3);
         CHECK(outbox_rows(db) == 1);
         CHECK(relay.metrics().pending == 1);
+    }
+}
+
+// A batch's DELETE takes the ids its subquery locked once (FOR UPDATE SKIP
+// LOCKED): a subquery run again per row, or per rescan, would lock other rows
+// each time and delete more than the batch.
+TEST_CASE("purge_delivered_messages on PostgreSQL: no batch deletes more than its size; rows another holds stay") {
+    for (const auto& where : places()) {
+        idem::database db = open_bank(*where);
+        if (db.backend() != idem::database_url::backend::postgresql) continue;
+        db.transact([&](idem::unit_of_work& uow) {
+            for (int i = 0; i < 30; ++i) (void)uow.publish("t", std::to_string(i));
+        });
+        recorder got;
+        idem::outbox_relay relay(db, got.sink(), quick());
+        drain(relay);
+        std::promise<void> locked, release;
+        std::thread holder([&] {
+            db.transact([&](idem::unit_of_work& uow) {
+                std::vector<std::string> ids(5);
+                uow.sql() << "SELECT id FROM idem_outbox ORDER BY done_at, seq LIMIT 5 FOR UPDATE", soci::into(ids);
+                locked.set_value();
+                release.get_future().wait();
+            });
+        });
+        locked.get_future().wait();
+        std::vector<std::size_t> batches;
+        std::size_t before = 0;
+        const idem::purge_result r = idem::purge_delivered_messages(
+            db, {.batch = 10, .rest_between_batches = false, .progress = [&](const idem::purge_progress& p) {
+                     batches.push_back(p.deleted - before);
+                     before = p.deleted;
+                 }});
+        release.set_value();
+        holder.join();
+        CHECK(r.deleted == 25);
+        CHECK(batches == std::vector<std::size_t>{10, 10, 5});
+        CHECK(outbox_rows(db) == 5);
     }
 }

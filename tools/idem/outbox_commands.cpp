@@ -100,9 +100,9 @@ void add_relay_command(CLI::App& app) {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
     command->add_option("--lease", args->lease,
                         fmt::format("How long a claim holds its messages: {} (default 30s)", duration_forms));
-    command->add_option("--first-backoff", args->first_backoff,
-                        fmt::format("The wait after a failed delivery, doubled per attempt: {} (default 1s)",
-                                    duration_forms));
+    command->add_option(
+        "--first-backoff", args->first_backoff,
+        fmt::format("The wait after a failed delivery, doubled per attempt: {} (default 1s)", duration_forms));
     command->add_option("--max-backoff", args->max_backoff,
                         fmt::format("The longest wait between attempts: {} (default 5m)", duration_forms));
     command->add_flag("--drain", args->drain, "Deliver what is due, then exit (instead of running until stopped)");
