@@ -435,6 +435,37 @@ TEST_CASE("relay: a claim that is never settled (its relay died) comes due when 
     }
 }
 
+// A relay thread settles a batch in the transaction of its next claim; when
+// stopped it settles the one it delivered last, so stop() leaves nothing
+// delivered and still pending (delivered again when its lease ends).
+TEST_CASE("relay: stop() settles the batch a thread delivered last") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        db.transact([&](idem::unit_of_work& uow) {
+            for (int i = 0; i < 25; ++i) (void)uow.publish("t", std::to_string(i));
+        });
+        std::promise<void> reached_last;
+        std::atomic<idem::outbox_relay*> relay{nullptr};
+        auto sink = std::make_shared<idem::callback_sink>([&](const idem::outbox_delivery& m) {
+            if (m.payload == "24") {
+                // The last message: answered once stop() has begun, so no round comes after this one.
+                reached_last.set_value();
+                while (relay.load()->running()) std::this_thread::sleep_for(1ms);
+            }
+            return idem::delivery_result::delivered();
+        });
+        idem::outbox_relay r(db, sink, quick({.batch = 10, .lease = 1h}));
+        relay = &r;
+        r.start();
+        reached_last.get_future().wait();
+        r.stop();
+        CHECK(r.metrics().delivered == 25);
+        CHECK(r.metrics().pending == 0);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE state = 1") == 25);
+    }
+}
+
 TEST_CASE("relay: 4 threads and a second relay share 600 messages, each delivered once, in order per key") {
     for (const auto& where : places()) {
         CAPTURE(where->url());
