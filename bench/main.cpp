@@ -8,6 +8,7 @@
 // transfer through mapped objects against the same statements by hand (SQLite,
 // and PostgreSQL with --postgresql). sqlite-layout: idem's SQLite file with and
 // without the expires_at index (--rows records, --expired of them expired).
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -34,11 +35,15 @@ void report::print_json() const {
         return out + "\"";
     };
     for (const auto& r : rows_) {
+        // A row that only reports (a purge's note) has no rates: its ratio is null, not NaN, which JSON lacks.
+        const double ratio = r.result.time_ratio();
+        char ratio_text[32] = "null";
+        if (std::isfinite(ratio)) std::snprintf(ratio_text, sizeof ratio_text, "%.4f", ratio);
         std::printf(
             "{\"group\":%s,\"name\":%s,\"subject\":%s,\"baseline\":%s,\"subject_per_s\":%.1f,"
-            "\"baseline_per_s\":%.1f,\"time_ratio\":%.4f,\"unit\":%s,\"note\":%s}\n",
+            "\"baseline_per_s\":%.1f,\"time_ratio\":%s,\"unit\":%s,\"note\":%s}\n",
             quoted(r.group).c_str(), quoted(r.name).c_str(), quoted(r.subject).c_str(), quoted(r.baseline).c_str(),
-            r.result.subject.per_second, r.result.baseline.per_second, r.result.time_ratio(), quoted(r.unit).c_str(),
+            r.result.subject.per_second, r.result.baseline.per_second, ratio_text, quoted(r.unit).c_str(),
             quoted(r.note).c_str());
     }
 }
