@@ -23,55 +23,26 @@ double seconds_since(steady::time_point start) {
     return std::chrono::duration<double>(steady::now() - start).count();
 }
 
-// One row per line of `sql`'s first column.
-std::vector<std::string> column(PGconn* conn, const std::string& sql) {
-    PGresult* r = PQexec(conn, sql.c_str());
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        PQclear(r);
-        pq::fail(conn, sql);
-    }
-    std::vector<std::string> values;
-    for (int i = 0; i < PQntuples(r); ++i) values.emplace_back(PQgetvalue(r, i, 0));
-    PQclear(r);
-    return values;
-}
-
 // The table as a retention window leaves it: rows in insertion order, the
 // oldest `expired` of them past their retention of a day, the rest written an
 // hour ago; 100-byte random payloads and the namespace the payments service
-// writes. The indexes the migrations define are dropped for the fill and built
-// afterwards (a sort each, instead of ten million random insertions).
+// writes. Filled by the server, the indexes built afterwards (pq::refill).
 void fill(PGconn* conn, std::size_t rows, std::size_t expired) {
     pq::execute(conn, "CREATE EXTENSION IF NOT EXISTS pgcrypto");
-    pq::execute(conn, "TRUNCATE idem_records");
-    pq::execute(conn, "SET maintenance_work_mem = '1GB'");
-    const std::string table = "'idem_records'::regclass";
-    const auto primary = column(conn, "SELECT conname FROM pg_constraint WHERE contype = 'p' AND conrelid = " + table);
-    const auto definitions = column(conn, "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = " + table);
-    for (const auto& name : primary) pq::execute(conn, ("ALTER TABLE idem_records DROP CONSTRAINT " + name).c_str());
-    for (const auto& name : column(conn, "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = " + table))
-        pq::execute(conn, ("DROP INDEX " + name).c_str());
-
     const std::string n = std::to_string(rows), old = std::to_string(expired);
-    pq::execute(conn, ("INSERT INTO idem_records (key_hash, namespace, token, fingerprint, payload, "
-                       "completed, created_at, expires_at) "
-                       "SELECT substring(sha256(int8send(i)) FROM 1 FOR 16), 'payments.transfer', "
-                       "convert_to(md5(i::text), 'UTF8'), convert_to(md5(i::text) || md5((-i)::text), 'UTF8'), "
-                       "gen_random_bytes(100), true, at, at + interval '1 day' "
-                       "FROM generate_series(1, " +
-                       n +
-                       ") AS i, "
-                       "LATERAL (SELECT now() - (CASE WHEN i <= " +
-                       old +
-                       " THEN interval '2 days' ELSE interval '1 hour' END) "
-                       "+ interval '1 microsecond' * i AS at) AS t")
-                          .c_str());
-    for (const auto& definition : definitions) pq::execute(conn, definition.c_str());
-    for (const auto& name : primary)
-        pq::execute(conn,
-                    ("ALTER TABLE idem_records ADD CONSTRAINT " + name + " PRIMARY KEY USING INDEX " + name).c_str());
-    pq::execute(conn, "VACUUM ANALYZE idem_records");
-    pq::execute(conn, "CHECKPOINT");
+    pq::refill(conn, "idem_records",
+               "INSERT INTO idem_records (key_hash, namespace, token, fingerprint, payload, "
+               "completed, created_at, expires_at) "
+               "SELECT substring(sha256(int8send(i)) FROM 1 FOR 16), 'payments.transfer', "
+               "convert_to(md5(i::text), 'UTF8'), convert_to(md5(i::text) || md5((-i)::text), 'UTF8'), "
+               "gen_random_bytes(100), true, at, at + interval '1 day' "
+               "FROM generate_series(1, " +
+                   n +
+                   ") AS i, "
+                   "LATERAL (SELECT now() - (CASE WHEN i <= " +
+                   old +
+                   " THEN interval '2 days' ELSE interval '1 hour' END) "
+                   "+ interval '1 microsecond' * i AS at) AS t");
 }
 
 // The store's purge batches, timed one by one.
@@ -119,7 +90,7 @@ void run_postgresql_purge(const options& o, report& out) {
     const auto filling = steady::now();
     fill(conn, rows, expired);
     const double fill_s = seconds_since(filling);
-    const auto table_bytes = column(conn, "SELECT pg_total_relation_size('idem_records')");
+    const auto table_bytes = pq::column(conn, "SELECT pg_total_relation_size('idem_records')");
     PQfinish(conn);
     std::fprintf(stderr, "filled %zu rows (%zu expired) in %.0f s, %s bytes\n", rows, expired, fill_s,
                  table_bytes.at(0).c_str());

@@ -76,6 +76,50 @@ inline void run(PGconn* conn, const char* name, const values& v = {}) {
     consume(conn, PQexecPrepared(conn, name, v.count(), v.pointers(), v.lengths(), v.formats(), 0), name);
 }
 
+// One value per row of `sql`'s first column.
+inline std::vector<std::string> column(PGconn* conn, const std::string& sql) {
+    PGresult* r = PQexec(conn, sql.c_str());
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        PQclear(r);
+        fail(conn, sql);
+    }
+    std::vector<std::string> values;
+    for (int i = 0; i < PQntuples(r); ++i) values.emplace_back(PQgetvalue(r, i, 0));
+    PQclear(r);
+    return values;
+}
+
+// Empties `table` and fills it with `insert` (INSERT ... SELECT ... FROM
+// generate_series: the server writes the rows, no client round trip per row),
+// its primary key and indexes dropped for the fill and built afterwards (a sort
+// each, instead of millions of random insertions); then VACUUM ANALYZE and a
+// CHECKPOINT, so the measurement starts from a settled table.
+inline void refill(PGconn* conn, const std::string& table, const std::string& insert) {
+    execute(conn, ("TRUNCATE " + table).c_str());
+    execute(conn, "SET maintenance_work_mem = '1GB'");
+    const std::string relation = "'" + table + "'::regclass";
+    const auto primary =
+        column(conn, "SELECT conname FROM pg_constraint WHERE contype = 'p' AND conrelid = " + relation);
+    const auto definitions =
+        column(conn, "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = " + relation);
+    const auto unique =
+        column(conn, "SELECT conname FROM pg_constraint WHERE contype = 'u' AND conrelid = " + relation);
+    for (const auto& name : primary) execute(conn, ("ALTER TABLE " + table + " DROP CONSTRAINT " + name).c_str());
+    for (const auto& name : unique) execute(conn, ("ALTER TABLE " + table + " DROP CONSTRAINT " + name).c_str());
+    for (const auto& name :
+         column(conn, "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = " + relation))
+        execute(conn, ("DROP INDEX " + name).c_str());
+    execute(conn, insert.c_str());
+    for (const auto& definition : definitions) execute(conn, definition.c_str());
+    for (const auto& name : primary)
+        execute(conn,
+                ("ALTER TABLE " + table + " ADD CONSTRAINT " + name + " PRIMARY KEY USING INDEX " + name).c_str());
+    for (const auto& name : unique)
+        execute(conn, ("ALTER TABLE " + table + " ADD CONSTRAINT " + name + " UNIQUE USING INDEX " + name).c_str());
+    execute(conn, ("VACUUM ANALYZE " + table).c_str());
+    execute(conn, "CHECKPOINT");
+}
+
 // Statements sent together and answered together: one round trip.
 class pipeline {
 public:

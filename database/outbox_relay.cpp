@@ -1,11 +1,15 @@
 // The outbox relay: threads that claim due messages (one short transaction),
-// deliver them outside any transaction, and settle the claim (another):
-// delivered, due again after the backoff, or dead. A relay that dies between
-// the two loses nothing: its claim's lease ends and the messages are due again,
-// so delivery is at least once and a receiver dedupes by message id.
+// deliver them outside any transaction, and settle the claim (in the next
+// claim's transaction): delivered, due again after the backoff, or dead. A
+// relay that dies between the two loses nothing: its claim's lease ends and
+// the messages are due again, so delivery is at least once and a receiver
+// dedupes by message id.
 #include "idem/outbox_relay.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include "idem/database.hpp"
@@ -64,7 +68,7 @@ struct IDEM_LOCAL outbox_relay::impl {
           sink(std::move(s)),
           options(std::move(o)),
           backoff{.first = options.first_backoff, .ceiling = options.max_backoff},
-          threads([this] { return run_once(); }, [this] { options.telemetry->on_outbox(metrics()); },
+          threads([this] { return thread_rounds(); }, [this] { options.telemetry->on_outbox(metrics()); },
                   {.threads = options.threads,
                    .idle_wait = options.idle_wait,
                    .report_every = options.report_every,
@@ -73,16 +77,35 @@ struct IDEM_LOCAL outbox_relay::impl {
         if (!options.telemetry) options.telemetry = null_sink();
     }
 
-    std::size_t run_once() {
-        const std::string token = claim_token();
+    // One claim: its token and the end of its lease.
+    struct claim_ticket {
+        std::string token = claim_token();
+        std::int64_t lease_end = 0;
+    };
+
+    // What a batch's settle records: the claim, and the deliveries that failed.
+    struct outcome {
+        claim_ticket ticket;
+        std::vector<table::unsettled> failed;
+        bool keyed = false;
+        std::size_t delivered = 0;
+    };
+
+    std::vector<table::claimed_row> claim(unit_of_work& uow, claim_ticket& ticket) {
         const std::int64_t now = table::now_ms();
-        std::vector<table::claimed_row> claimed = db.transact([&](unit_of_work& uow) {
-            return table::claim(uow, options.batch, now, now + options.lease.count(), token);
-        });
-        if (claimed.empty()) return 0;
-        const std::int64_t first_seq = claimed.front().seq, last_seq = claimed.back().seq;
-        std::vector<table::unsettled> unsettled;
+        ticket.lease_end = now + options.lease.count();
+        return table::claim(uow, options.batch, now, ticket.lease_end, ticket.token);
+    }
+
+    void settle(unit_of_work& uow, const outcome& o) {
+        table::settle(uow, o.ticket.token, o.ticket.lease_end, o.failed, table::now_ms(), o.keyed);
+    }
+
+    // Delivers the claimed messages (sorted by seq) one by one, outside any transaction.
+    outcome deliver(std::vector<table::claimed_row>& claimed, claim_ticket ticket) {
+        outcome o{.ticket = std::move(ticket), .failed = {}};
         for (table::claimed_row& row : claimed) {
+            o.keyed = o.keyed || row.ordering_key.has_value();
             outbox_delivery message{
                 .id = std::move(row.id),
                 .topic = std::move(row.topic),
@@ -99,21 +122,61 @@ struct IDEM_LOCAL outbox_relay::impl {
             } catch (...) {
                 result.emplace(delivery_result::retry("the sink threw"));
             }
-            if (result->what() == delivery_result::kind::delivered) continue;
+            if (result->what() == delivery_result::kind::delivered) {
+                ++o.delivered;
+                continue;
+            }
             ++failed;
             const bool dead = result->what() == delivery_result::kind::refused || row.attempt >= options.max_attempts;
             const auto wait =
                 std::max<std::chrono::microseconds>(detail::backoff_after(backoff, row.attempt), result->after());
-            unsettled.push_back(
-                {.seq = row.seq,
+            o.failed.push_back(
+                {.id = message.id,
                  .kind = dead ? table::settle_kind::dead : table::settle_kind::retry,
                  .available_at = table::now_ms() + std::chrono::duration_cast<std::chrono::milliseconds>(wait).count(),
                  .answer = result->answer()});
         }
-        // Claimed rows come sorted by seq.
-        db.transact(
-            [&](unit_of_work& uow) { table::settle(uow, token, first_seq, last_seq, unsettled, table::now_ms()); });
-        delivered += claimed.size() - unsettled.size();
+        return o;
+    }
+
+    std::size_t run_once() {
+        claim_ticket ticket;
+        std::vector<table::claimed_row> claimed = db.transact([&](unit_of_work& uow) { return claim(uow, ticket); });
+        if (claimed.empty()) return 0;
+        const outcome o = deliver(claimed, std::move(ticket));
+        db.transact([&](unit_of_work& uow) { settle(uow, o); });
+        delivered += o.delivered;
+        return claimed.size();
+    }
+
+    // A thread's rounds: each settles the batch before (delivered outside any
+    // transaction) and claims the next in one transaction, where run_once()
+    // takes two; the next message of a key just delivered, due now, may be
+    // claimed in that same transaction. A round whose transaction fails keeps
+    // its batch to settle with the next claim (a claim whose lease ended
+    // meanwhile is another relay's: settling touches none of its messages);
+    // the thread settles what is left when it stops.
+    detail::thread_work thread_rounds() {
+        auto unsettled = std::make_shared<std::optional<outcome>>();
+        return {.pass = [this, unsettled] { return round(*unsettled); },
+                .finish =
+                    [this, unsettled] {
+                        if (!*unsettled) return;
+                        db.transact([&](unit_of_work& uow) { settle(uow, **unsettled); });
+                        delivered += (*unsettled)->delivered;
+                    }};
+    }
+
+    std::size_t round(std::optional<outcome>& unsettled) {
+        claim_ticket ticket;
+        std::vector<table::claimed_row> claimed = db.transact([&](unit_of_work& uow) {
+            if (unsettled) settle(uow, *unsettled);
+            return claim(uow, ticket);
+        });
+        if (unsettled) delivered += unsettled->delivered;
+        unsettled.reset();
+        if (claimed.empty()) return 0;
+        unsettled = deliver(claimed, std::move(ticket));
         return claimed.size();
     }
 

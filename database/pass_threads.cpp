@@ -8,7 +8,12 @@
 namespace idem::detail {
 
 pass_threads::pass_threads(std::function<std::size_t()> pass, std::function<void()> report, pass_settings settings)
-    : pass_(std::move(pass)), report_(std::move(report)), settings_(std::move(settings)) {
+    : pass_threads([pass = std::move(pass)] { return thread_work{.pass = pass}; }, std::move(report),
+                   std::move(settings)) {}
+
+pass_threads::pass_threads(std::function<thread_work()> for_each_thread, std::function<void()> report,
+                           pass_settings settings)
+    : for_each_thread_(std::move(for_each_thread)), report_(std::move(report)), settings_(std::move(settings)) {
     if (!settings_.telemetry) settings_.telemetry = null_sink();
 }
 
@@ -59,6 +64,17 @@ bool pass_threads::rest(std::chrono::milliseconds pause) {
 }
 
 void pass_threads::loop() {
+    const thread_work work = for_each_thread_();
+    passes(work.pass);
+    if (!work.finish) return;
+    try {
+        work.finish();
+    } catch (const std::exception& e) {
+        log_failure(e);  // what it left comes due again when its lease ends
+    }
+}
+
+void pass_threads::passes(const std::function<std::size_t()>& pass) {
     int failures = 0;
     for (;;) {
         {
@@ -67,7 +83,7 @@ void pass_threads::loop() {
         }
         std::chrono::milliseconds pause{0};
         try {
-            const std::size_t found = pass_();
+            const std::size_t found = pass();
             failures = 0;
             maybe_report();
             if (found == 0) pause = settings_.idle_wait;
@@ -75,13 +91,17 @@ void pass_threads::loop() {
             // The database failed (down, busy): what the pass left half done
             // comes due again when its lease ends. Back off, doubling up to 64 idle waits.
             ++failures;
-            settings_.telemetry->on_log(
-                {.level = log_level::warning, .name = settings_.failure_event, .key_hash = {}, .message = e.what()});
+            log_failure(e);
             pause = std::chrono::duration_cast<std::chrono::milliseconds>(
                 backoff_after({.first = settings_.idle_wait, .ceiling = settings_.idle_wait * 64}, failures));
         }
         if (pause.count() > 0 && !rest(pause)) return;
     }
+}
+
+void pass_threads::log_failure(const std::exception& e) {
+    settings_.telemetry->on_log(
+        {.level = log_level::warning, .name = settings_.failure_event, .key_hash = {}, .message = e.what()});
 }
 
 }  // namespace idem::detail

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -26,12 +27,21 @@ struct pass_settings {
     std::shared_ptr<telemetry_sink> telemetry;
 };
 
+// What one thread runs: pass() one pass after another, how many items it
+// found (0: rest idle_wait before the next; an exception is a failed pass);
+// finish(), if any, once when the thread stops: what its passes left to do
+// (a pass may leave work for the next, done in that pass's transaction).
+struct thread_work {
+    std::function<std::size_t()> pass;
+    std::function<void()> finish = {};
+};
+
 class pass_threads {
 public:
-    // pass(): one pass, how many items it found (0: rest idle_wait before the
-    // next); an exception is a failed pass. report(): the worker's figures to
-    // the telemetry sink.
+    // Every thread runs `pass`. report(): the worker's figures to the telemetry sink.
     pass_threads(std::function<std::size_t()> pass, std::function<void()> report, pass_settings settings);
+    // Each thread runs what `for_each_thread` gives it (state of its own).
+    pass_threads(std::function<thread_work()> for_each_thread, std::function<void()> report, pass_settings settings);
     ~pass_threads();  // stops
     pass_threads(const pass_threads&) = delete;
     pass_threads& operator=(const pass_threads&) = delete;
@@ -42,11 +52,13 @@ public:
 
 private:
     void loop();
+    void passes(const std::function<std::size_t()>& pass);
+    void log_failure(const std::exception& e);
     void maybe_report();
     // Waits `pause` unless stop() is called meanwhile; false once stopping.
     bool rest(std::chrono::milliseconds pause);
 
-    std::function<std::size_t()> pass_;
+    std::function<thread_work()> for_each_thread_;
     std::function<void()> report_;
     pass_settings settings_;
     std::mutex lifecycle_;      // one start() or stop() at a time, so a start never meets threads still ending

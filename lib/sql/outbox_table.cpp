@@ -104,6 +104,12 @@ std::string claim_clause(unit_of_work& uow) {
     return std::string(uow.internals().dialect().claim_clause());
 }
 
+// First in a transaction of the relay's: how the dialect plans and commits queue work.
+void apply_queue_settings(unit_of_work& uow) {
+    if (const std::string_view settings = uow.internals().dialect().queue_settings(); !settings.empty())
+        uow.sql() << std::string(settings);
+}
+
 }  // namespace
 
 std::int64_t now_ms() noexcept {
@@ -169,24 +175,39 @@ void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) 
     }
 }
 
-std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now, std::int64_t lease_end,
-                               const std::string& token) {
-    const bytes_codec bytes(uow);
-    soci::session& sql = uow.sql();
+namespace {
+
+// Rows are updated by id, found through the primary key: a statement that
+// names no state can be read through no partial index, whatever the
+// statistics say (the rows were locked in the state the subquery read).
+std::string by_id(unit_of_work& uow, const std::string& subquery) {
+    return uow.internals().dialect().among("id", subquery);
+}
+
+// The first `limit` due messages, in the order they came due, that no
+// earlier undelivered message of their key (pending, claimed, backing off or
+// dead) holds back, taken for `token` until `until`. Read through the due
+// index, skipping what other relays hold locked, the scan stops as soon as it
+// has them; it never reads what is claimed, backing off or set aside.
+std::vector<claimed_row> take_free(unit_of_work& uow, const bytes_codec& bytes, std::size_t limit, long long now,
+                                   long long until, const std::string& token) {
     std::vector<long long> seq(limit), created(limit);
     std::vector<std::string> id(limit), topic(limit), key(limit), headers(limit), payload(limit);
     std::vector<soci::indicator> key_null(limit);
     std::vector<int> attempts(limit);
-    long long at = now, until = lease_end, n = static_cast<long long>(limit);
-    // One statement: the oldest due messages no earlier message of their key
-    // holds back, skipping what other relays hold locked, taken for this claim.
-    sql << "UPDATE idem_outbox SET attempts = attempts + 1, available_at = :until, claim = :token "
-           "WHERE seq IN (SELECT o.seq FROM idem_outbox o WHERE o.state = 0 AND o.available_at <= :now "
-           "AND (o.ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM idem_outbox e WHERE e.ordering_key = "
-           "o.ordering_key AND e.seq < o.seq AND e.state <> 1)) ORDER BY o.seq LIMIT :n" +
-               claim_clause(uow) + ") RETURNING seq, id, topic, ordering_key, " + bytes.column("headers") + ", " +
-               bytes.column("payload") + ", attempts, created_at",
-        soci::use(until, "until"), soci::use(token, "token"), soci::use(at, "now"), soci::use(n, "n"), soci::into(seq),
+    long long n = static_cast<long long>(limit);
+    const std::string free =
+        "SELECT o.id FROM idem_outbox o WHERE o.state = 0 AND o.available_at <= :now AND (o.ordering_key IS NULL "
+        "OR NOT EXISTS (SELECT 1 FROM idem_outbox e WHERE e.ordering_key = o.ordering_key AND e.seq < o.seq "
+        "AND e.state <> 1)) ORDER BY o.available_at, o.seq LIMIT :n" +
+        claim_clause(uow);
+    // The 64-bit columns CAST: SOCI reads a column SQLite declares INTEGER as
+    // 32 bits into a vector (milliseconds since the epoch were cut short).
+    uow.sql() << "UPDATE idem_outbox SET attempts = attempts + 1, available_at = :until, claim = :token WHERE " +
+                     by_id(uow, free) + " RETURNING CAST(seq AS BIGINT), id, topic, ordering_key, " +
+                     bytes.column("headers") + ", " + bytes.column("payload") +
+                     ", attempts, CAST(created_at AS BIGINT)",
+        soci::use(until, "until"), soci::use(token, "token"), soci::use(now, "now"), soci::use(n, "n"), soci::into(seq),
         soci::into(id), soci::into(topic), soci::into(key, key_null), soci::into(headers), soci::into(payload),
         soci::into(attempts), soci::into(created);
     std::vector<claimed_row> rows;
@@ -203,27 +224,78 @@ std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_
         r.created_at = created[i];
         rows.push_back(std::move(r));
     }
+    return rows;
+}
+
+// Messages that will go on waiting for an earlier message of their key are
+// set aside until `until`, so that claims no longer read past them: those
+// whose key's first undelivered message is dead or backing off, and those
+// with deep_queue messages or more before them (a key's long queue). Among
+// the first 16 batches of due messages, one window a time. settle() makes the
+// next message of a key due as soon as the one before is delivered, and the
+// lease's end is the latest they are looked at again. One right behind a
+// message in flight is never set aside (it is free as soon as that one is
+// delivered), nor one whose predecessor another transaction holds; the
+// predecessor is held for share meanwhile, so a settle that delivers it waits
+// for this transaction, then sees what it set aside. Returns how many.
+std::size_t set_aside_waiting(unit_of_work& uow, std::size_t limit, long long now, long long until) {
+    constexpr int deep_queue = 64;
+    long long window = static_cast<long long>(limit) * 16, stalled_at = now, in_flight_at = now;
+    const std::string stalled =
+        "(SELECT CASE WHEN h.state = 2 OR (h.claim IS NULL AND h.available_at > :stalled_at) THEN 1 ELSE 0 END "
+        "FROM idem_outbox h WHERE h.ordering_key = w.ordering_key AND h.state <> 1 ORDER BY h.seq LIMIT 1) = 1";
+    const std::string deep =
+        "(SELECT COUNT(*) FROM (SELECT 1 FROM idem_outbox d WHERE d.ordering_key = w.ordering_key AND d.seq < w.seq "
+        "AND d.state <> 1 LIMIT " +
+        std::to_string(deep_queue) + ") q) = " + std::to_string(deep_queue);
+    const std::string predecessor_held =
+        "(SELECT CASE WHEN p.claim IS NULL OR p.available_at <= :in_flight_at THEN 1 ELSE 0 END FROM idem_outbox p "
+        "WHERE p.ordering_key = w.ordering_key AND p.seq < w.seq AND p.state <> 1 ORDER BY p.seq DESC LIMIT 1" +
+        std::string(uow.internals().dialect().share_clause()) + ") = 1";
+    const std::string waiting =
+        "SELECT w.id FROM (SELECT o.id, o.seq, o.ordering_key FROM idem_outbox o WHERE o.state = 0 AND "
+        "o.available_at <= :now ORDER BY o.available_at, o.seq LIMIT :window" +
+        claim_clause(uow) + ") w WHERE w.ordering_key IS NOT NULL AND (" + stalled + " OR " + deep + ") AND " +
+        predecessor_held;
+    soci::statement st =
+        unnamed_statement(uow.sql(), "UPDATE idem_outbox SET available_at = :until WHERE " + by_id(uow, waiting),
+                          soci::use(until, "until"), soci::use(now, "now"), soci::use(window, "window"),
+                          soci::use(stalled_at, "stalled_at"), soci::use(in_flight_at, "in_flight_at"));
+    st.execute(true);
+    return static_cast<std::size_t>(st.get_affected_rows());
+}
+
+}  // namespace
+
+std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now, std::int64_t lease_end,
+                               const std::string& token) {
+    apply_queue_settings(uow);
+    std::vector<claimed_row> rows = take_free(uow, bytes_codec(uow), limit, now, lease_end, token);
+    // Less than a quarter of a batch: messages that wait may be what the
+    // scan read most (a key's long queue, the messages behind a dead letter).
+    if (rows.size() * 4 < limit) (void)set_aside_waiting(uow, limit, now, lease_end);
     // RETURNING comes in no promised order.
     std::sort(rows.begin(), rows.end(), [](const claimed_row& a, const claimed_row& b) { return a.seq < b.seq; });
     return rows;
 }
 
-void settle(unit_of_work& uow, const std::string& token, std::int64_t first, std::int64_t last,
-            std::span<const unsettled> failed, std::int64_t now) {
+void settle(unit_of_work& uow, const std::string& token, std::int64_t lease_end, std::span<const unsettled> failed,
+            std::int64_t now, bool keyed) {
+    apply_queue_settings(uow);
     soci::session& sql = uow.sql();
     if (!failed.empty()) {
-        long long seq = 0, due = 0, done = now;
+        long long due = 0, done = now;
         int state = 0;
         soci::indicator done_null = soci::i_null;
-        std::string answer;
+        std::string id, answer;
         soci::statement st =
             unnamed_statement(sql,
                               "UPDATE idem_outbox SET state = :state, available_at = :due, last_answer = :answer, "
-                              "done_at = :done, claim = NULL WHERE seq = :seq AND claim = :token",
+                              "done_at = :done, claim = NULL WHERE id = :id AND state = 0 AND claim = :token",
                               soci::use(state, "state"), soci::use(due, "due"), soci::use(answer, "answer"),
-                              soci::use(done, done_null, "done"), soci::use(seq, "seq"), soci::use(token, "token"));
+                              soci::use(done, done_null, "done"), soci::use(id, "id"), soci::use(token, "token"));
         for (const unsettled& f : failed) {
-            seq = f.seq;
+            id = f.id;
             state = f.kind == settle_kind::dead ? 2 : 0;
             done_null = f.kind == settle_kind::dead ? soci::i_ok : soci::i_null;
             due = f.available_at;
@@ -231,11 +303,30 @@ void settle(unit_of_work& uow, const std::string& token, std::int64_t first, std
             st.execute(true);
         }
     }
-    long long at = now, from = first, to = last;
-    // By the seq range the claim took: an index range, not a scan for the token.
+    long long at = now, until = lease_end;
+    // The rest of the claim: found through the due index by the lease's end,
+    // which all its messages share, not by a scan for the token.
     sql << "UPDATE idem_outbox SET state = 1, done_at = :at, claim = NULL, last_answer = NULL "
-           "WHERE seq BETWEEN :first AND :last AND claim = :token AND state = 0",
-        soci::use(at, "at"), soci::use(from, "first"), soci::use(to, "last"), soci::use(token, "token");
+           "WHERE state = 0 AND available_at = :until AND claim = :token",
+        soci::use(at, "at"), soci::use(until, "until"), soci::use(token, "token");
+    if (!keyed) return;
+    // The next message of each key delivered now (found through the rows
+    // delivered at this instant, and any other relay's of the same instant),
+    // when a claim set it aside waiting for it, is due now. Run after the
+    // UPDATE above: a claim that set a message aside held its predecessor for
+    // share, so that UPDATE waited for it and this statement sees what it did.
+    // The UPDATE checks again that nothing claimed it meanwhile (naming no
+    // state, so that it finds the row by id: see by_id).
+    long long due = now, later = now, delivered_at = now, set_aside = now;
+    const std::string next =
+        "SELECT (SELECT CASE WHEN e.state = 0 AND e.claim IS NULL AND e.available_at > :set_aside THEN e.id END "
+        "FROM idem_outbox e WHERE e.ordering_key = d.ordering_key AND e.seq > d.seq AND e.state <> 1 "
+        "ORDER BY e.seq LIMIT 1) FROM idem_outbox d WHERE d.state = 1 AND d.done_at = :delivered "
+        "AND d.ordering_key IS NOT NULL";
+    sql << "UPDATE idem_outbox SET available_at = :due WHERE " + by_id(uow, next) +
+               " AND claim IS NULL AND available_at > :later",
+        soci::use(due, "due"), soci::use(set_aside, "set_aside"), soci::use(delivered_at, "delivered"),
+        soci::use(later, "later");
 }
 
 std::size_t requeue(unit_of_work& uow, const std::optional<std::string>& id, std::int64_t now) {
@@ -251,6 +342,7 @@ std::size_t requeue(unit_of_work& uow, const std::optional<std::string>& id, std
 }
 
 totals count(unit_of_work& uow) {
+    apply_queue_settings(uow);
     soci::session& sql = uow.sql();
     long long pending = 0, dead = 0, oldest = 0;
     soci::indicator oldest_null = soci::i_null;
@@ -264,12 +356,14 @@ totals count(unit_of_work& uow) {
 }
 
 std::size_t purge(unit_of_work& uow, std::size_t limit, std::int64_t delivered_before) {
+    apply_queue_settings(uow);
     soci::session& sql = uow.sql();
     long long before = delivered_before, n = static_cast<long long>(limit);
-    soci::statement st = unnamed_statement(sql,
-                                           "DELETE FROM idem_outbox WHERE seq IN (SELECT seq FROM idem_outbox WHERE "
-                                           "state = 1 AND done_at <= :before ORDER BY done_at LIMIT :n" +
-                                               claim_clause(uow) + ")",
+    // Taken through the delivered rows' index, deleted by id.
+    const std::string oldest =
+        "SELECT id FROM idem_outbox WHERE state = 1 AND done_at <= :before ORDER BY done_at LIMIT :n" +
+        claim_clause(uow);
+    soci::statement st = unnamed_statement(sql, "DELETE FROM idem_outbox WHERE " + by_id(uow, oldest),
                                            soci::use(before, "before"), soci::use(n, "n"));
     st.execute(true);
     return static_cast<std::size_t>(st.get_affected_rows());

@@ -42,28 +42,31 @@ struct claimed_row {
     std::int64_t created_at = 0;
 };
 
-// Takes up to `limit` due messages for `token` until `lease_end`, oldest
-// first, none whose ordering key has an earlier undelivered message (so at
-// most one of a key): their attempts go up by one.
+// Takes up to `limit` due messages for `token` until `lease_end`, in the
+// order they came due, none whose ordering key has an earlier undelivered
+// message (so at most one of a key): their attempts go up by one. When it
+// finds few, messages that will go on waiting (deep in a key's queue, behind
+// a dead letter) are set aside until `lease_end`; settle() makes the next of
+// a key due as soon as the one before is delivered.
 [[nodiscard]] IDEM_API std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now,
                                                       std::int64_t lease_end, const std::string& token);
 
 enum class settle_kind : unsigned char { retry, dead };
 
 struct unsettled {
-    std::int64_t seq = 0;
+    std::string id;
     settle_kind kind = settle_kind::retry;
     std::int64_t available_at = 0;  // retry: when it is due again
     std::string answer;             // what the sink said
 };
 
-// Ends the claim `token` holds on the messages from seq `first` to `last`:
+// Ends the claim `token` holds until `lease_end` (what claim() was given):
 // each of `failed` is retried later or dead, every other message it claimed
-// is delivered (found through the pending rows' index, by that range). A
-// message whose lease ended and that another relay claimed meanwhile is not
-// touched.
-IDEM_API void settle(unit_of_work& uow, const std::string& token, std::int64_t first, std::int64_t last,
-                     std::span<const unsettled> failed, std::int64_t now);
+// is delivered, and, when some had an ordering key (`keyed`), the next
+// message of each such key is due now. A message whose lease ended and that
+// another relay claimed meanwhile is not touched.
+IDEM_API void settle(unit_of_work& uow, const std::string& token, std::int64_t lease_end,
+                     std::span<const unsettled> failed, std::int64_t now, bool keyed);
 
 // Dead letters back to pending with their attempts reset: the one with `id`, or all.
 [[nodiscard]] IDEM_API std::size_t requeue(unit_of_work& uow, const std::optional<std::string>& id, std::int64_t now);

@@ -24,6 +24,10 @@ std::unique_ptr<sql_connection> sql_dialect::connect(soci::session& session, std
 
 void sql_dialect::translate_error(std::string_view, soci::session*) const {}
 
+std::string sql_dialect::among(std::string_view column, std::string_view subquery) const {
+    return std::string(column) + " IN (" + std::string(subquery) + ")";
+}
+
 std::string sql_dialect::column_type(field_kind kind, long long max) const {
     switch (kind) {
         case field_kind::text: return "TEXT";

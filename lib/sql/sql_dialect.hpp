@@ -44,6 +44,18 @@ public:
     // concurrent workers pass over them (" FOR UPDATE SKIP LOCKED"); empty
     // where writers are serialised anyway.
     [[nodiscard]] virtual std::string_view claim_clause() const noexcept { return {}; }
+    // What a subquery reading a row that must not change until COMMIT ends
+    // with, passing over rows another transaction holds (" FOR SHARE SKIP
+    // LOCKED"); empty where writers are serialised anyway.
+    [[nodiscard]] virtual std::string_view share_clause() const noexcept { return {}; }
+    // A statement run first in a transaction that claims from, settles or
+    // purges a queue table (the outbox), or empty: how the database should
+    // plan and commit that bookkeeping (see the PostgreSQL dialect).
+    [[nodiscard]] virtual std::string_view queue_settings() const noexcept { return {}; }
+    // A condition true for the rows whose `column` is among those `subquery`
+    // returns, the subquery run once and its rows looked up through the
+    // column's index; by default "column IN (subquery)".
+    [[nodiscard]] virtual std::string among(std::string_view column, std::string_view subquery) const;
     // Whether bytes go through SOCI as hex text (PostgreSQL: SOCI binds text
     // parameters, which stop at a NUL) rather than as they are (SQLite).
     [[nodiscard]] virtual bool bytes_as_hex() const noexcept { return false; }

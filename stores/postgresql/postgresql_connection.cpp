@@ -104,6 +104,28 @@ public:
     // a concurrent writer waits, then sees what this transaction wrote.
     [[nodiscard]] std::string_view lock_clause() const noexcept override { return " FOR UPDATE"; }
     [[nodiscard]] std::string_view claim_clause() const noexcept override { return " FOR UPDATE SKIP LOCKED"; }
+    [[nodiscard]] std::string_view share_clause() const noexcept override { return " FOR SHARE SKIP LOCKED"; }
+    // A queue table's statistics are stale as soon as they are taken (a
+    // backlog comes and goes between two ANALYZEs), and planned from them a
+    // claim that should stop after its window in the due index reads and
+    // sorts every pending row instead, or every row. Its statements name the
+    // index to read in their predicates and order; these settings refuse the
+    // other plans for the transaction (and JIT compilation, which a refused
+    // plan's cost would otherwise call for: a fifth of a second a statement).
+    // COMMIT does not wait for the flush: a claim, settle or purge a crash
+    // loses only delivers those messages again, or purges them again
+    // (delivery stays at least once).
+    [[nodiscard]] std::string_view queue_settings() const noexcept override {
+        return "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), "
+               "set_config('enable_sort', 'off', true), set_config('jit', 'off', true), "
+               "set_config('synchronous_commit', 'off', true)";
+    }
+    // "IN (subquery)" may be planned as a join led by the table (every pending
+    // row, each compared with the subquery's) or run a locking subquery again
+    // per row; ANY (ARRAY(...)) runs it once and looks its rows up by index.
+    [[nodiscard]] std::string among(std::string_view column, std::string_view subquery) const override {
+        return std::string(column) + " = ANY (ARRAY(" + std::string(subquery) + "))";
+    }
     [[nodiscard]] bool bytes_as_hex() const noexcept override { return true; }
     // clock_timestamp(), not now(): a long transaction's steps see the time move on.
     [[nodiscard]] std::string_view clock_ms() const noexcept override {

@@ -1,145 +1,305 @@
-// The delivery guarantee under crashes: transfers publish events while `idem
-// relay` (a process of its own, short lease) is SIGKILLed at random points and
-// started again; a webhook receiver on a database of its own applies them.
-// Every event is applied exactly once, none is lost, and each account's events
-// arrive in the order they were published. On SQLite and PostgreSQL.
+// The delivery guarantee, whole, under crashes. Three processes, each on a
+// database of its own: the payments service (examples/payments), which
+// publishes transfer.completed and deposit.applied in the transaction that
+// moves the money; `idem relay`, which delivers them; and the ledger mirror
+// (examples/ledger_mirror), which applies them through idem::webhook::receiver.
+// Clients move money with Idempotency-Keys and a provider delivers deposits,
+// each retried until answered, while one of the three, at random, is SIGKILLed
+// at a random point and started again on its port. In the end every event the
+// payments service published was applied by the mirror exactly once, none is
+// lost, each account's arrived in the order published, and what the mirror's
+// books say each account moved is what its balance moved. On SQLite and
+// PostgreSQL.
 #include <doctest/doctest.h>
 
 #include <httplib.h>
 #include <signal.h>
 #include <soci/soci.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bank_places.hpp"
-#include "cli_support.hpp"
+#include "child_process.hpp"
+#include "free_port.hpp"
 #include "idem/database.hpp"
 #include "idem/webhook.hpp"
-#include "loopback_server.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
+using idem::test::child_process;
 
-// The receiving service: each event recorded in its own table, in the receiver's transaction.
-class ledger_mirror {
+// A long-running process, started again with the same arguments (and port)
+// after each kill. One that serves says so on its first line of output.
+class service {
 public:
-    explicit ledger_mirror(const idem::test::place& where)
-        : db_(idem::database::open(where.url(), {.pool_size = 8})),
-          receiver_(db_.executor(),
-                    {.provider = "payments",
-                     .scheme = idem::webhook::timestamped_signature{},
-                     .secrets = {"whsec"},
-                     .identify = idem::webhook::id_from_header("Idem-Message-Id", idem::scope::global())}) {
-        db_.migrate();
-        db_.transact([](idem::unit_of_work& uow) {
-            uow.sql() << "CREATE TABLE applied (id TEXT PRIMARY KEY, account TEXT NOT NULL, n BIGINT NOT NULL)";
-        });
-        http_.server.new_task_queue = [] { return new httplib::ThreadPool(4); };
-        http_.server.Post("/events", [this](const httplib::Request& req, httplib::Response& res) {
-            const idem::webhook::delivery d = idem::test::delivery_of(req);
-            const std::string account = req.get_header_value("Idem-Ordering-Key");
-            const auto answer = receiver_.handle(db_, d, [&](idem::unit_of_work& uow, const idem::webhook::event& e) {
-                const std::string id(e.id);
-                const long long n = std::stoll(std::string(e.body));
-                uow.sql() << "INSERT INTO applied (id, account, n) VALUES (:i, :a, :n)", soci::use(id),
-                    soci::use(account), soci::use(n);
-                uow.after_commit([this, account, n] {
-                    std::lock_guard lock(mutex_);
-                    arrivals_[account].push_back(n);
-                });
-                return idem::webhook::handler_result::applied();
-            });
-            res.status = answer.status;
-            res.set_content(answer.body, "application/json");
-        });
-        http_.start();
+    service(std::string name, std::vector<std::string> argv, bool serves, std::filesystem::path logs)
+        : name_(std::move(name)), argv_(std::move(argv)), serves_(serves), logs_(std::move(logs)) {
+        start();
     }
-    [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(http_.port()) + "/events"; }
-    [[nodiscard]] long long applied() { return idem::test::count_rows(db_, "SELECT COUNT(*) FROM applied"); }
-    [[nodiscard]] std::map<std::string, std::vector<long long>> arrivals() {
-        std::lock_guard lock(mutex_);
-        return arrivals_;
+
+    void start() {
+        idem::test::spawn_options o;
+        o.argv = argv_;
+        if (serves_)
+            o.pipe_stdout = true;  // its errors go to the test's output
+        else
+            o.output_file = logs_ / (name_ + "-" + std::to_string(kills_) + ".log");
+        process_ = std::make_unique<child_process>(std::move(o));
+        if (!serves_) return;
+        const auto line = process_->read_line(30s);
+        REQUIRE_MESSAGE(line.has_value(), name_ << " did not start");
+        REQUIRE_MESSAGE(line->find("listening on") != std::string::npos, *line);
     }
+
+    void kill_and_restart() {
+        process_->signal(SIGKILL);
+        (void)process_->reap();
+        ++kills_;
+        start();
+    }
+
+    // SIGTERM: it finishes what it is doing and exits 0.
+    void stop() {
+        process_->signal(SIGTERM);
+        REQUIRE(process_->wait_for_exit(30s));
+        const int status = process_->reap();
+        CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), name_ << " did not stop cleanly: " << status);
+    }
+
+    // Whether it still runs (nothing but the test ends it).
+    void check_running() {
+        if (process_->wait_for_exit(0ms)) FAIL_CHECK(name_ << " exited by itself: " << process_->reap());
+    }
+    // What the current run wrote, when it writes to a file.
+    [[nodiscard]] std::string log() const {
+        std::ifstream in(logs_ / (name_ + "-" + std::to_string(kills_) + ".log"));
+        return {std::istreambuf_iterator<char>(in), {}};
+    }
+
+    [[nodiscard]] int kills() const { return kills_; }
+    [[nodiscard]] const std::string& name() const { return name_; }
 
 private:
-    idem::database db_;
-    idem::webhook::receiver receiver_;
-    idem::test::loopback_server http_;
-    std::mutex mutex_;
-    std::map<std::string, std::vector<long long>> arrivals_;
+    std::string name_;
+    std::vector<std::string> argv_;
+    bool serves_;
+    std::filesystem::path logs_;
+    std::unique_ptr<child_process> process_;
+    int kills_ = 0;
 };
+
+constexpr int accounts = 4, operations = 300;
+constexpr long long opening = 1'000'000;
+
+std::string account(int n) {
+    return "acct" + std::to_string(n);
+}
+
+// Sends one operation until the service gives its final answer: a transfer
+// (201, or its replay) or a provider deposit (200). No answer (the service is
+// down), 409 (its first try still holds the key) and 5xx are tried again; any
+// other answer is returned as an error.
+std::optional<std::string> until_answered(int port, int i, const std::string& provider_secret) {
+    const bool deposit = i % 10 == 9;
+    const int from = i % accounts, to = (from + 1 + (i / accounts) % (accounts - 1)) % accounts;
+    const std::string body =
+        deposit ? R"({"id":"evt-)" + std::to_string(i) + R"(","account":")" + account(from) + R"(","amount":100})"
+                : R"({"from":")" + account(from) + R"(","to":")" + account(to) + R"(","amount":)" +
+                      std::to_string(1 + i % 50) + "}";
+    const std::vector<std::string> secrets{provider_secret};
+    for (;;) {
+        httplib::Client c("127.0.0.1", port);
+        c.set_connection_timeout(2s);
+        c.set_read_timeout(10s);
+        const httplib::Result r =
+            deposit
+                ? c.Post("/webhooks/provider",
+                         {{"Provider-Signature",
+                           idem::webhook::sign_timestamped(secrets, body, std::chrono::system_clock::now())}},
+                         body, "application/json")
+                : c.Post("/transfers",
+                         {{"Authorization", "Bearer crash-test"}, {"Idempotency-Key", "transfer-" + std::to_string(i)}},
+                         body, "application/json");
+        if (r && r->status == (deposit ? 200 : 201)) return std::nullopt;
+        if (r && r->status != 409 && r->status < 500)
+            return "operation " + std::to_string(i) + " answered " + std::to_string(r->status) + ": " + r->body;
+        std::this_thread::sleep_for(20ms);
+    }
+}
+
+long long now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// (ordering key, message id) in the order `sql` reads them.
+std::vector<std::pair<std::string, std::string>> keyed_ids(idem::database& db, const std::string& sql) {
+    return db.read([&](soci::session& s) {
+        std::vector<std::pair<std::string, std::string>> out;
+        soci::rowset<soci::row> rows = (s.prepare << sql);
+        for (const soci::row& row : rows) out.emplace_back(row.get<std::string>(0), row.get<std::string>(1));
+        return out;
+    });
+}
 
 }  // namespace
 
-TEST_CASE("idem relay SIGKILLed at random under load: every event applied once downstream, in order per account") {
-    for (const auto& payments_place : idem::test::places()) {
-        CAPTURE(payments_place->url());
-        const auto mirror_places = idem::test::places();
-        ledger_mirror mirror(*mirror_places[payments_place->postgresql() ? 1 : 0]);
-        idem::database payments = idem::test::open_bank(*payments_place, {.pool_size = 4});
-        idem::test::cli::workspace w;
+TEST_CASE(
+    "payments, idem relay and the ledger mirror SIGKILLed at random under load: every event applied once "
+    "downstream, none lost, in order per account") {
+    auto payments_places = idem::test::places(), mirror_places = idem::test::places();
+    for (std::size_t backend = 0; backend < payments_places.size(); ++backend) {
+        const std::string payments_db = payments_places[backend]->url(), mirror_db = mirror_places[backend]->url();
+        CAPTURE(payments_db);
+        idem::test::temp_dir logs{"outbox-crash"};
+        const std::string provider_secret = "whsec-provider", relay_secret = "whsec-relay";
+        const int payments_port = idem::test::free_loopback_port(), mirror_port = idem::test::free_loopback_port();
 
-        constexpr int accounts = 8, transfers = 300;
-        std::atomic<bool> publishing{true};
-        // Transfers in their own transactions, each publishing the next number of its account.
-        std::thread publisher([&] {
-            std::map<int, long long> next;
-            for (int i = 0; i < transfers; ++i) {
-                const int account = i % accounts;
-                payments.once(idem::test::key_of("transfer-" + std::to_string(i)), "fp", [&](idem::unit_of_work& uow) {
-                    idem::test::move(uow, 1);
-                    (void)uow.publish({.topic = "transfer.completed",
-                                       .payload = std::to_string(next[account]),
-                                       .ordering_key = "account-" + std::to_string(account)});
-                });
-                ++next[account];
-                if (i % 10 == 0) std::this_thread::sleep_for(5ms);
-            }
-            publishing = false;
-        });
-
-        const std::vector<std::string> relay_args = {
-            "relay",   "--db", payments_place->url(), "--to", mirror.url(), "--secret", "whsec",
-            "--batch", "16",   "--threads",           "2",    "--lease",    "1s"};
-        std::minstd_rand random(12345);
-        int kills = 0;
-        while (publishing || kills < 4) {
-            auto relay = w.start(relay_args);
-            std::this_thread::sleep_for(std::chrono::milliseconds(100 + random() % 300));
-            relay->signal(SIGKILL);
-            (void)relay->finish();
-            ++kills;
+        service payments("payments",
+                         {IDEM_PAYMENTS_BINARY, "--db", payments_db, "--port", std::to_string(payments_port),
+                          "--threads", "8", "--webhook-secret", provider_secret},
+                         true, logs.path());
+        for (int a = 0; a < accounts; ++a) {
+            httplib::Client c("127.0.0.1", payments_port);
+            const auto r = c.Post(
+                "/accounts", {{"Authorization", "Bearer crash-test"}, {"Idempotency-Key", "open-" + account(a)}},
+                R"({"id":")" + account(a) + R"(","balance":)" + std::to_string(opening) + "}", "application/json");
+            REQUIRE(r);
+            REQUIRE(r->status == 201);
         }
-        publisher.join();
-        // The last run delivers what is left, the killed runs' claims too once their leases end.
-        auto last = w.start({"relay", "--db", payments_place->url(), "--to", mirror.url(), "--secret", "whsec"});
+        service mirror("mirror",
+                       {IDEM_LEDGER_MIRROR_BINARY, "--db", mirror_db, "--port", std::to_string(mirror_port), "--secret",
+                        relay_secret},
+                       true, logs.path());
+        // Short leases and backoffs, so that what a kill interrupts comes due again within the test.
+        service relay("relay",
+                      {IDEM_BINARY,
+                       "relay",
+                       "--db",
+                       payments_db,
+                       "--to",
+                       "http://127.0.0.1:" + std::to_string(mirror_port) + "/events",
+                       "--secret",
+                       relay_secret,
+                       "--batch",
+                       "4",
+                       "--threads",
+                       "4",
+                       "--lease",
+                       "1s",
+                       "--first-backoff",
+                       "1s",
+                       "--max-backoff",
+                       "1s",
+                       "--max-attempts",
+                       "1000"},
+                      false, logs.path());
+
+        // The load: four clients, each operation retried until answered.
+        std::atomic<int> next{0};
+        std::mutex mutex;
+        std::vector<std::string> refused;
+        std::vector<std::thread> clients;
+        for (int c = 0; c < 4; ++c)
+            clients.emplace_back([&] {
+                for (int i = next++; i < operations; i = next++) {
+                    if (auto error = until_answered(payments_port, i, provider_secret)) {
+                        std::lock_guard lock(mutex);
+                        refused.push_back(std::move(*error));
+                    }
+                    std::this_thread::sleep_for(80ms);
+                }
+            });
+        // Meanwhile one of the three at random, at a random moment, every 150 to 450 ms; each at least twice.
+        std::minstd_rand random(backend + 1);
+        std::vector<service*> all{&payments, &relay, &mirror};
+        const auto done = [&] { return next.load() >= operations + 4; };
+        auto kill_one = [&](service& s) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(150 + random() % 300));
+            s.kill_and_restart();
+        };
+        while (!done()) kill_one(*all[random() % all.size()]);
+        for (service* s : all)
+            while (s->kills() < 2) kill_one(*s);
+        for (std::thread& t : clients) t.join();
+        CHECK(refused.empty());
+        for (const std::string& r : refused) MESSAGE(r);
+
+        // Everything runs now: the relay delivers what is left, the killed claims' too once their leases end.
+        for (service* s : all) s->check_running();
+        idem::database payments_view = idem::database::open(payments_db);
+        idem::database mirror_view = idem::database::open(mirror_db);
         const auto deadline = std::chrono::steady_clock::now() + 60s;
-        while (mirror.applied() < transfers && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(20ms);
-        std::this_thread::sleep_for(1500ms);  // a claim still held would be redelivered meanwhile
-        last->signal(SIGTERM);
-        const auto r = last->finish();
-        CHECK(r.exit_code == 0);
-        CHECK(kills >= 4);
+        while (idem::test::count_rows(payments_view, "SELECT COUNT(*) FROM idem_outbox WHERE state <> 1") > 0 &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(50ms);
+        for (service* s : all) s->check_running();
+        // What is left, should something be (a failure's diagnosis).
+        if (idem::test::count_rows(payments_view, "SELECT COUNT(*) FROM idem_outbox WHERE state <> 1") > 0)
+            MESSAGE("the relay's output:\n" << relay.log());
+        const long long now = now_ms();
+        for (const auto& [key, line] :
+             keyed_ids(payments_view,
+                       "SELECT ordering_key, 'state ' || CAST(state AS TEXT) || ', attempts ' || "
+                       "CAST(attempts AS TEXT) || ', due in ' || CAST(available_at - " +
+                           std::to_string(now) +
+                           " AS TEXT) || ' ms, claim ' || COALESCE(claim, '-') || ', answer ' || "
+                           "COALESCE(last_answer, '-') FROM idem_outbox WHERE state <> 1 ORDER BY seq"))
+            MESSAGE("undelivered, key " << key << ": " << line);
+        std::this_thread::sleep_for(1500ms);  // a claim still held would be delivered again meanwhile
+        relay.stop();
+        mirror.stop();
+        for (service* s : all) MESSAGE(s->name() << " killed " << s->kills() << " times");
 
-        CHECK(mirror.applied() == transfers);  // none lost, none applied twice (ids are the primary key)
-        CHECK(idem::test::count_rows(payments, "SELECT COUNT(*) FROM idem_outbox WHERE state <> 1") == 0);
-        const auto arrivals = mirror.arrivals();
-        CHECK(arrivals.size() == static_cast<std::size_t>(accounts));
-        for (const auto& [account, numbers] : arrivals) {
-            CAPTURE(account);
-            std::vector<long long> expected(numbers.size());
-            for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = static_cast<long long>(i);
-            CHECK(numbers == expected);  // each once, in the order published
+        // Every operation happened once on the payments side, and published one event.
+        CHECK(idem::test::count_rows(payments_view, "SELECT COUNT(*) FROM transfers") == operations * 9 / 10);
+        CHECK(idem::test::count_rows(payments_view, "SELECT COUNT(*) FROM deposits") == operations / 10);
+        CHECK(idem::test::count_rows(payments_view, "SELECT COUNT(*) FROM idem_outbox") == operations);
+        CHECK(idem::test::count_rows(payments_view, "SELECT COUNT(*) FROM idem_outbox WHERE state <> 1") == 0);
+
+        // Downstream: each of them applied exactly once, none lost, none other.
+        const auto published = keyed_ids(payments_view, "SELECT ordering_key, id FROM idem_outbox ORDER BY seq");
+        const auto applied =
+            keyed_ids(mirror_view, "SELECT ordering_key, event_id FROM mirror_events ORDER BY position");
+        CHECK(applied.size() == published.size());
+        std::set<std::string> published_ids, applied_ids;
+        for (const auto& [key, id] : published) published_ids.insert(id);
+        for (const auto& [key, id] : applied) applied_ids.insert(id);
+        CHECK(applied_ids.size() == applied.size());  // none twice
+        CHECK(applied_ids == published_ids);          // none lost, none other
+
+        // Each account's events in the order they were published.
+        std::map<std::string, std::vector<std::string>> published_order, applied_order;
+        for (const auto& [key, id] : published) published_order[key].push_back(id);
+        for (const auto& [key, id] : applied) applied_order[key].push_back(id);
+        CHECK(published_order.size() == static_cast<std::size_t>(accounts));
+        for (const auto& [key, ids] : published_order) {
+            CAPTURE(key);
+            CHECK(applied_order[key] == ids);
         }
-        CHECK(idem::test::balance(payments, "bob") == transfers);
+
+        // The mirror's books: what each account moved, as its balance says.
+        for (int a = 0; a < accounts; ++a) {
+            CAPTURE(account(a));
+            const long long net = idem::test::count_rows(
+                mirror_view, "SELECT COALESCE((SELECT net FROM mirror_accounts WHERE id = '" + account(a) + "'), 0)");
+            CHECK(net == idem::test::balance(payments_view, account(a)) - opening);
+        }
+        payments.stop();
     }
 }

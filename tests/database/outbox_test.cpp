@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -82,6 +83,7 @@ TEST_CASE("publish: the row is written in the transaction; bytes survive the tri
         const std::vector<idem::message_header> headers = {{"content-type", "application/octet-stream"},
                                                            {std::string("x-\0bin", 6), "\xff\x00\x01"}};
         std::string id;
+        const auto before = std::chrono::system_clock::now() - 1ms;
         db.transact([&](idem::unit_of_work& uow) {
             move(uow, 5);
             id = uow.publish(
@@ -90,6 +92,9 @@ TEST_CASE("publish: the row is written in the transaction; bytes survive the tri
         });
         CHECK(id.size() == 36);
         CHECK(outbox_rows(db) == 1);
+        const idem::outbox_metrics backlog = idem::outbox_backlog(db);
+        CHECK(backlog.pending == 1);
+        CHECK(backlog.lag <= std::chrono::system_clock::now() - before);
         recorder got;
         idem::outbox_relay relay(db, got.sink(), quick());
         CHECK(relay.run_once() == 1);
@@ -101,6 +106,8 @@ TEST_CASE("publish: the row is written in the transaction; bytes survive the tri
         CHECK(seen[0].payload == payload);
         CHECK(seen[0].headers == headers);
         CHECK(seen[0].attempt == 1);
+        CHECK(seen[0].published_at >= before);  // when it was written, to the millisecond
+        CHECK(seen[0].published_at <= std::chrono::system_clock::now());
         CHECK(relay.run_once() == 0);  // delivered once, not again
         CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE state = 1") == 1);
     }
@@ -292,30 +299,170 @@ TEST_CASE("relay: a later message of an ordering key waits for the earlier; othe
     }
 }
 
+TEST_CASE("relay: a key's long queue holds back no other key; what waits deep in it is set aside until its turn") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        db.transact([&](idem::unit_of_work& uow) {
+            for (int i = 0; i < 100; ++i)
+                (void)uow.publish({.topic = "hot", .payload = std::to_string(i), .ordering_key = "hot"});
+            for (int k = 0; k < 5; ++k)
+                (void)uow.publish({.topic = "other", .payload = "", .ordering_key = "k" + std::to_string(k)});
+        });
+        recorder got;
+        // A lease of an hour: a message set aside that its predecessor's delivery
+        // did not make due again would wait that long.
+        idem::outbox_relay relay(db, got.sink(), quick({.batch = 10, .lease = 1h}));
+        CHECK(relay.run_once() == 6);  // hot 0 and the other keys, behind hot 1 to 99
+        CHECK(relay.run_once() == 1);  // hot 1 only: what waits 64 or more deep, hot 65 to 99, is set aside
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE state = 0 AND claim IS NULL AND available_at > " +
+                                 std::to_string(idem::detail::outbox_table::now_ms() + 600000)) == 35);
+        drain(relay);
+        const auto seen = got.all();
+        REQUIRE(seen.size() == 105);
+        int next_hot = 0;
+        for (const auto& m : seen)
+            if (m.topic == "hot") CHECK(std::stoi(m.payload) == next_hot++);
+        CHECK(next_hot == 100);
+        CHECK(relay.metrics().pending == 0);
+    }
+}
+
+TEST_CASE("relay: messages behind a dead letter are set aside, so other keys go on, and follow it once re-queued") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        db.transact([&](idem::unit_of_work& uow) {
+            for (int k = 0; k < 8; ++k) {
+                const std::string key = "k" + std::to_string(k);
+                (void)uow.publish({.topic = "poison", .payload = "", .ordering_key = key});
+                for (int i = 0; i < 3; ++i)
+                    (void)uow.publish({.topic = "after", .payload = std::to_string(i), .ordering_key = key});
+            }
+            for (int i = 0; i < 6; ++i) (void)uow.publish("other", std::to_string(i));
+        });
+        recorder got;
+        bool refuse = true;
+        got.answer = [&](const idem::outbox_delivery& m) {
+            return m.topic == "poison" && refuse ? idem::delivery_result::refused("no")
+                                                 : idem::delivery_result::delivered();
+        };
+        idem::outbox_relay relay(db, got.sink(), quick({.batch = 4, .lease = 1h}));
+        drain(relay);
+        auto topics = [&] {
+            std::map<std::string, int> n;
+            for (const auto& m : got.all()) ++n[m.topic];
+            return n;
+        };
+        CHECK(topics()["poison"] == 8);
+        CHECK(topics()["other"] == 6);
+        CHECK(topics()["after"] == 0);
+        CHECK(relay.metrics().dead == 8);
+        // Behind dead letters, set aside: claims no longer read them.
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE state = 0 AND available_at > " +
+                                 std::to_string(idem::detail::outbox_table::now_ms() + 600000)) == 24);
+
+        refuse = false;
+        CHECK(idem::requeue_dead_letters(db) == 8);
+        drain(relay);
+        CHECK(topics()["after"] == 24);
+        std::map<std::string, int> next;
+        for (const auto& m : got.all())
+            if (m.topic == "after") CHECK(std::stoi(m.payload) == next[*m.ordering_key]++);
+        CHECK(relay.metrics().pending == 0);
+    }
+}
+
+TEST_CASE("relay: messages that came due before the one they wait for (its relay died) do not hide it") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        db.transact([&](idem::unit_of_work& uow) {
+            for (int i = 0; i < 6; ++i)
+                for (int k = 0; k < 5; ++k)
+                    (void)uow.publish(
+                        {.topic = "t", .payload = std::to_string(i), .ordering_key = "k" + std::to_string(k)});
+        });
+        // A relay claims the first of each key and dies; its lease ended just after the others came due: in the
+        // order messages come due, the 25 waiting ones come first.
+        const std::int64_t now = idem::detail::outbox_table::now_ms();
+        const auto claimed = db.transact([&](idem::unit_of_work& uow) {
+            return idem::detail::outbox_table::claim(uow, 5, now, now + 3600000, "killed-relay");
+        });
+        REQUIRE(claimed.size() == 5);
+        db.transact([&](idem::unit_of_work& uow) {
+            uow.sql() << "UPDATE idem_outbox SET available_at = created_at + 1 WHERE claim = 'killed-relay'";
+        });
+        while (idem::detail::outbox_table::now_ms() <= claimed[0].created_at + 1) std::this_thread::sleep_for(1ms);
+        recorder got;
+        idem::outbox_relay relay(db, got.sink(), quick({.batch = 4, .lease = 1h}));
+        drain(relay);
+        const auto seen = got.all();
+        CHECK(seen.size() == 30);
+        std::map<std::string, int> next;
+        for (const auto& m : seen) CHECK(std::stoi(m.payload) == next[*m.ordering_key]++);
+        CHECK(relay.metrics().pending == 0);
+    }
+}
+
 TEST_CASE("relay: a claim that is never settled (its relay died) comes due when its lease ends") {
     for (const auto& where : places()) {
         CAPTURE(where->url());
         idem::database db = open_bank(*where);
         db.transact([&](idem::unit_of_work& uow) { (void)uow.publish("t", "p"); });
-        // What a relay killed after its claim leaves: the claim, never settled.
-        const std::int64_t now = idem::detail::outbox_table::now_ms();
+        // What a relay killed after its claim leaves: the claim, never settled, with a lease of an hour.
+        const std::int64_t now = idem::detail::outbox_table::now_ms(), hour = 3600000;
         const auto claimed = db.transact([&](idem::unit_of_work& uow) {
-            return idem::detail::outbox_table::claim(uow, 10, now, now + 300, "killed-relay");
+            return idem::detail::outbox_table::claim(uow, 10, now, now + hour, "killed-relay");
         });
         REQUIRE(claimed.size() == 1);
         recorder got;
         idem::outbox_relay relay(db, got.sink(), quick());
         CHECK(relay.run_once() == 0);  // held by the lease
-        std::this_thread::sleep_for(350ms);
+        // The hour passes: the lease's end is now behind.
+        db.transact([&](idem::unit_of_work& uow) {
+            uow.sql() << "UPDATE idem_outbox SET available_at = available_at - " + std::to_string(hour);
+        });
         CHECK(relay.run_once() == 1);
         REQUIRE(got.all().size() == 1);
         CHECK(got.all()[0].attempt == 2);
         // The dead relay's late settle touches nothing: the claim is no longer its.
         db.transact([&](idem::unit_of_work& uow) {
-            const idem::detail::outbox_table::unsettled again{.seq = claimed[0].seq, .available_at = 0, .answer = "x"};
-            idem::detail::outbox_table::settle(uow, "killed-relay", claimed[0].seq, claimed[0].seq, {&again, 1}, now);
+            const idem::detail::outbox_table::unsettled again{.id = claimed[0].id, .available_at = 0, .answer = "x"};
+            idem::detail::outbox_table::settle(uow, "killed-relay", now + hour, {&again, 1}, now, false);
         });
         CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE state = 1") == 1);
+    }
+}
+
+// A relay thread settles a batch in the transaction of its next claim; when
+// stopped it settles the one it delivered last, so stop() leaves nothing
+// delivered and still pending (delivered again when its lease ends).
+TEST_CASE("relay: stop() settles the batch a thread delivered last") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        db.transact([&](idem::unit_of_work& uow) {
+            for (int i = 0; i < 25; ++i) (void)uow.publish("t", std::to_string(i));
+        });
+        std::promise<void> reached_last;
+        std::atomic<idem::outbox_relay*> relay{nullptr};
+        auto sink = std::make_shared<idem::callback_sink>([&](const idem::outbox_delivery& m) {
+            if (m.payload == "24") {
+                // The last message: answered once stop() has begun, so no round comes after this one.
+                reached_last.set_value();
+                while (relay.load()->running()) std::this_thread::sleep_for(1ms);
+            }
+            return idem::delivery_result::delivered();
+        });
+        idem::outbox_relay r(db, sink, quick({.batch = 10, .lease = 1h}));
+        relay = &r;
+        r.start();
+        reached_last.get_future().wait();
+        r.stop();
+        CHECK(r.metrics().delivered == 25);
+        CHECK(r.metrics().pending == 0);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE state = 1") == 25);
     }
 }
 
@@ -323,7 +470,7 @@ TEST_CASE("relay: 4 threads and a second relay share 600 messages, each delivere
     for (const auto& where : places()) {
         CAPTURE(where->url());
         idem::database db = open_bank(*where, {.pool_size = 12});
-        constexpr int keys = 20, per_key = 30;
+        constexpr int keys = 5, per_key = 120;  // queues deep enough to be set aside
         db.transact([&](idem::unit_of_work& uow) {
             for (int i = 0; i < per_key; ++i)
                 for (int k = 0; k < keys; ++k)
@@ -332,9 +479,11 @@ TEST_CASE("relay: 4 threads and a second relay share 600 messages, each delivere
         });
         recorder got;
         auto metrics = std::make_shared<idem::metrics_sink>();
-        idem::outbox_relay first(db, got.sink(),
-                                 quick({.batch = 16, .threads = 4, .report_every = 1ms, .telemetry = metrics}));
-        idem::outbox_relay second(db, got.sink(), quick({.batch = 16, .threads = 1}));
+        // Leases of an hour: no relay dies here, so a message set aside behind an earlier one that its
+        // delivery did not make due again (a claim and a settle crossing) would still wait at the deadline.
+        idem::outbox_relay first(
+            db, got.sink(), quick({.batch = 16, .threads = 4, .lease = 1h, .report_every = 1ms, .telemetry = metrics}));
+        idem::outbox_relay second(db, got.sink(), quick({.batch = 16, .threads = 1, .lease = 1h}));
         first.start();
         second.start();
         CHECK(first.running());
@@ -381,5 +530,43 @@ TEST_CASE("purge_delivered_messages deletes delivered messages in batches, never
         CHECK(r.batches == 3);
         CHECK(outbox_rows(db) == 1);
         CHECK(relay.metrics().pending == 1);
+    }
+}
+
+// A batch's DELETE takes the ids its subquery locked once (FOR UPDATE SKIP
+// LOCKED): a subquery run again per row, or per rescan, would lock other rows
+// each time and delete more than the batch.
+TEST_CASE("purge_delivered_messages on PostgreSQL: no batch deletes more than its size; rows another holds stay") {
+    for (const auto& where : places()) {
+        idem::database db = open_bank(*where);
+        if (db.backend() != idem::database_url::backend::postgresql) continue;
+        db.transact([&](idem::unit_of_work& uow) {
+            for (int i = 0; i < 30; ++i) (void)uow.publish("t", std::to_string(i));
+        });
+        recorder got;
+        idem::outbox_relay relay(db, got.sink(), quick());
+        drain(relay);
+        std::promise<void> locked, release;
+        std::thread holder([&] {
+            db.transact([&](idem::unit_of_work& uow) {
+                std::vector<std::string> ids(5);
+                uow.sql() << "SELECT id FROM idem_outbox ORDER BY done_at, seq LIMIT 5 FOR UPDATE", soci::into(ids);
+                locked.set_value();
+                release.get_future().wait();
+            });
+        });
+        locked.get_future().wait();
+        std::vector<std::size_t> batches;
+        std::size_t before = 0;
+        const idem::purge_result r = idem::purge_delivered_messages(
+            db, {.batch = 10, .rest_between_batches = false, .progress = [&](const idem::purge_progress& p) {
+                     batches.push_back(p.deleted - before);
+                     before = p.deleted;
+                 }});
+        release.set_value();
+        holder.join();
+        CHECK(r.deleted == 25);
+        CHECK(batches == std::vector<std::size_t>{10, 10, 5});
+        CHECK(outbox_rows(db) == 5);
     }
 }

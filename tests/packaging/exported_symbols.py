@@ -47,6 +47,10 @@ ALLOWED = [
     # the relay in idem_database and the idem command's purge run.
     (r"^idem::detail::(publish|publishing_record)(::|$)", {"libidem_sql"}),
     (r"^idem::detail::outbox_table::", {"libidem_sql"}),
+    # How idem's own statements reach the server, unnamed behind a transaction
+    # pooler (lib/sql/unnamed_statement.hpp): the statements of idem_database
+    # (steps, the completer) are prepared through idem_sql's.
+    (r"^idem::detail::prepare_statement$", {"libidem_sql"}),
     # The statements on the operations in steps' tables (lib/sql/operations_table.hpp)
     # that the completer in idem_database and the idem command's inspect, complete
     # and purge run.

@@ -30,6 +30,8 @@ struct relay_args {
     std::int64_t threads = 1;
     std::int64_t max_attempts = 10;
     std::string lease = "30s";
+    std::string first_backoff = "1s";
+    std::string max_backoff = "5m";
     bool drain = false;
 };
 
@@ -46,7 +48,9 @@ std::string figures(const outbox_metrics& m) {
 }
 
 void relay(const relay_args& args) {
-    const duration lease = parse_duration(args.lease);
+    const auto millis = [](const std::string& text) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(text));
+    };
     idem::database db = open_database(args.url);
     auto sink =
         std::make_shared<http::webhook_sink>(http::webhook_sink_options{.url = args.to, .secrets = args.secrets});
@@ -54,8 +58,10 @@ void relay(const relay_args& args) {
     outbox_relay relay(db, sink,
                        {.batch = static_cast<std::size_t>(args.batch),
                         .threads = static_cast<int>(args.threads),
-                        .lease = std::chrono::duration_cast<std::chrono::milliseconds>(lease),
+                        .lease = millis(args.lease),
                         .max_attempts = static_cast<int>(args.max_attempts),
+                        .first_backoff = millis(args.first_backoff),
+                        .max_backoff = millis(args.max_backoff),
                         .telemetry = logs});
     if (args.drain) {
         // Until nothing is due: what is backing off waits for a later run.
@@ -94,6 +100,11 @@ void add_relay_command(CLI::App& app) {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000}));
     command->add_option("--lease", args->lease,
                         fmt::format("How long a claim holds its messages: {} (default 30s)", duration_forms));
+    command->add_option(
+        "--first-backoff", args->first_backoff,
+        fmt::format("The wait after a failed delivery, doubled per attempt: {} (default 1s)", duration_forms));
+    command->add_option("--max-backoff", args->max_backoff,
+                        fmt::format("The longest wait between attempts: {} (default 5m)", duration_forms));
     command->add_flag("--drain", args->drain, "Deliver what is due, then exit (instead of running until stopped)");
     command->callback([args] { relay(*args); });
 }
