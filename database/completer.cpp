@@ -64,6 +64,7 @@ struct IDEM_LOCAL completer::impl {
                    .idle_wait = options.idle_wait,
                    .report_every = options.report_every,
                    .failure_event = "idem.completer.pass_failed",
+                   .report_failure_event = "idem.completer.report_failed",
                    .telemetry = options.telemetry}) {
         if (!options.telemetry) options.telemetry = null_sink();
         for (const auto& [name, op] : operations) namespaces.push_back(name);

@@ -1,6 +1,7 @@
 #include "pass_threads.hpp"
 
 #include <exception>
+#include <string>
 #include <utility>
 
 #include "internal/retry_schedule.hpp"
@@ -42,6 +43,24 @@ bool pass_threads::running() const {
     return !threads_.empty();
 }
 
+namespace {
+
+std::string what_of(const std::exception_ptr& failure) {
+    try {
+        std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+        return e.what();
+    } catch (...) {
+        return "an exception that is no std::exception";
+    }
+}
+
+}  // namespace
+
+void pass_threads::log_failure(std::string_view event, const std::string& what) const {
+    settings_.telemetry->on_log({.level = log_level::warning, .name = event, .key_hash = {}, .message = what});
+}
+
 void pass_threads::maybe_report() {
     if (settings_.report_every.count() == 0) return;
     {
@@ -50,7 +69,13 @@ void pass_threads::maybe_report() {
         if (now - last_report_ < settings_.report_every) return;
         last_report_ = now;
     }
-    report_();
+    // The figures are read from the database: when that fails, the pass that
+    // ran still stands, and the next report reads them again.
+    try {
+        report_();
+    } catch (...) {
+        log_failure(settings_.report_failure_event, what_of(std::current_exception()));
+    }
 }
 
 bool pass_threads::rest(std::chrono::milliseconds pause) {
@@ -71,12 +96,11 @@ void pass_threads::loop() {
             failures = 0;
             maybe_report();
             if (found == 0) pause = settings_.idle_wait;
-        } catch (const std::exception& e) {
+        } catch (...) {
             // The database failed (down, busy): what the pass left half done
             // comes due again when its lease ends. Back off, doubling up to 64 idle waits.
             ++failures;
-            settings_.telemetry->on_log(
-                {.level = log_level::warning, .name = settings_.failure_event, .key_hash = {}, .message = e.what()});
+            log_failure(settings_.failure_event, what_of(std::current_exception()));
             pause = std::chrono::duration_cast<std::chrono::milliseconds>(
                 backoff_after({.first = settings_.idle_wait, .ceiling = settings_.idle_wait * 64}, failures));
         }
