@@ -34,7 +34,7 @@ TEST_CASE("migrate applies the schema once; a second run applies nothing and sti
     CHECK(r.exit_code == 0);
     CHECK(r.out ==
           "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied 0004_steps\napplied "
-          "0005_completer\n");
+          "0005_completer\napplied 0007_operation_failures\n");
     CHECK(w.rows() == 0);
 
     r = w.idem({"migrate", "--db", w.db});
@@ -53,7 +53,7 @@ TEST_CASE("--db accepts sqlite:PATH, sqlite:///PATH and paths ending in .db, .sq
         CHECK(r.exit_code == 0);
         CHECK(r.out ==
               "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied "
-              "0004_steps\napplied 0005_completer\n");
+              "0004_steps\napplied 0005_completer\napplied 0007_operation_failures\n");
     }
     CHECK(std::filesystem::exists(base / "a"));
     CHECK(std::filesystem::exists(base / "b.data"));
