@@ -248,12 +248,16 @@ void put_off(soci::session& sql, const std::string& record_id, std::optional<std
     st.execute(true);
 }
 
-bool release(soci::session& sql, const std::string& record_id, bool compensate) {
+release_outcome release(soci::session& sql, const std::string& record_id, bool compensate) {
     // Locked first, so the position below counts every step stored before.
     long long fence = 0;
-    sql << "SELECT fence FROM idem_operations WHERE record_id = :id AND state = 0" + row_lock(sql), soci::into(fence),
-        soci::use(record_id);
-    if (!sql.got_data()) return false;
+    int compensates = 0;
+    soci::indicator known = soci::i_ok;
+    sql << "SELECT fence, compensates FROM idem_operations WHERE record_id = :id AND state = 0" + row_lock(sql),
+        soci::into(fence), soci::into(compensates, known), soci::use(record_id);
+    if (!sql.got_data()) return release_outcome::not_found;
+    // One begun before the column says nothing: its completer drops the mark if it has no compensation.
+    if (compensate && known == soci::i_ok && compensates == 0) return release_outcome::no_compensation;
     const std::string now = clock(sql);
     const std::string mark = compensate
                                  ? ", compensate_from = COALESCE(compensate_from, (SELECT COALESCE(MAX(step_index) "
@@ -265,7 +269,7 @@ bool release(soci::session& sql, const std::string& record_id, bool compensate) 
                                  ? unnamed_statement(sql, text, soci::use(record_id, "id2"), soci::use(record_id, "id"))
                                  : unnamed_statement(sql, text, soci::use(record_id, "id"));
     update.execute(true);
-    return update.get_affected_rows() == 1;
+    return update.get_affected_rows() == 1 ? release_outcome::released : release_outcome::not_found;
 }
 
 }  // namespace idem::detail::operations_table

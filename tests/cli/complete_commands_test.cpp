@@ -172,6 +172,28 @@ TEST_CASE("idem complete --expire and --compensate hand a held operation to the 
     CHECK(r.exit_code == 3);
     CHECK(contains(r.err, "no unfinished operation"));
     CHECK(w.idem(with({"complete", "--db", w.db, "--expire", "--compensate"}, named("o2"))).exit_code == 2);
+
+    // Begun with no compensation registered (database::steps): --compensate
+    // refuses with exit 6 and changes nothing; --expire hands it over.
+    CHECK_THROWS_AS((void)s.db.steps(op_key("plain"), "fp",
+                                     [](idem::steps& op) {
+                                         op.step("a", [](idem::unit_of_work&) { return std::string("a"); });
+                                         throw provider_timeout();
+                                         return std::string();
+                                     }),
+                    provider_timeout);
+    const auto before = idem::inspect_operation(s.db, op_key("plain"));
+    REQUIRE(before.has_value());
+    r = w.idem(with({"complete", "--db", w.db, "--compensate"}, named("plain")));
+    CHECK(r.exit_code == 6);
+    CHECK(contains(r.err, "began with no compensation registered"));
+    const auto after = idem::inspect_operation(s.db, op_key("plain"));
+    REQUIRE(after.has_value());
+    CHECK_FALSE(after->compensate_from.has_value());
+    CHECK(after->fence == before->fence);
+    CHECK(after->expires_at == before->expires_at);
+    CHECK(w.idem(with({"complete", "--db", w.db, "--expire"}, named("plain"))).exit_code == 0);
+    CHECK(idem::inspect_operation(s.db, op_key("plain"))->fence == before->fence + 1);
 }
 
 TEST_CASE("idem purge deletes finished operations past their retention, with their steps; never unfinished ones") {
