@@ -203,15 +203,26 @@ TEST_CASE("idem purge deletes finished operations past their retention, with the
         REQUIRE(s.run("old-" + std::to_string(i), {.lease = 50ms, .retention = 100ms}).status() ==
                 idem::execution_status::executed);
     REQUIRE(s.run("kept").status() == idem::execution_status::executed);
+    // And five records of db.once, expired too.
+    for (int i = 0; i < 5; ++i)
+        REQUIRE(s.db.once(op_key("record-" + std::to_string(i)), "fp", [](idem::unit_of_work&) { return 1; },
+                          {.lease = 50ms, .retention = 100ms})
+                    .status() == idem::execution_status::executed);
     s.down = true;
     CHECK_THROWS_AS((void)s.run("unfinished", {.lease = 50ms}), provider_timeout);
     std::this_thread::sleep_for(200ms);
     auto r = w.idem({"purge", "--db", w.db, "--dry-run"});
     CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "would purge 5 rows expired"));
     CHECK(contains(r.out, "would purge 30 expired operations"));
+    // --max-rows bounds the records and the operations together.
+    r = w.idem({"purge", "--db", w.db, "--batch", "7", "--max-rows", "12"});
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "purged 5 rows expired"));
+    CHECK(contains(r.out, "purged 7 expired operations in 1 batch"));
     r = w.idem({"purge", "--db", w.db, "--batch", "7"});
     CHECK(r.exit_code == 0);
-    CHECK(contains(r.out, "purged 30 expired operations in 5 batches"));
+    CHECK(contains(r.out, "purged 23 expired operations in 4 batches"));
     CHECK_FALSE(idem::inspect_operation(s.db, op_key("old-0")).has_value());
     CHECK(idem::inspect_operation(s.db, op_key("kept")).has_value());
     CHECK(idem::inspect_operation(s.db, op_key("unfinished"))->steps.size() == 2);
