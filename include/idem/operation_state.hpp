@@ -4,7 +4,7 @@
 // prints it, `idem complete` lists the unfinished ones, and an HTTP endpoint
 // in steps answers 202 with it while the operation is being completed.
 //
-//   if (auto s = idem::inspect_operation(db, key)) {        // idem/completer.hpp
+//   if (auto s = idem::inspect_operation(db, key)) {        // idem/operations.hpp
 //       print(idem::to_string(s->phase), s->recovery_point, s->completions);
 //       for (const idem::operation_step& step : s->steps) print(step.name, step.attempts, step.result.size());
 //   }
