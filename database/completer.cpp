@@ -17,6 +17,7 @@
 
 #include "idem/database.hpp"
 #include "idem/error.hpp"
+#include "internal/exception_text.hpp"
 #include "internal/retry_schedule.hpp"
 #include "pass_threads.hpp"
 #include "sql/operations_table.hpp"
@@ -52,10 +53,8 @@ run_failure failure_of(const std::exception_ptr& failure) {
         std::rethrow_exception(failure);
     } catch (const error& e) {
         return {e.what(), !e.is_transient() && !e.is_connection_lost()};
-    } catch (const std::exception& e) {
-        return {e.what()};
     } catch (...) {
-        return {"an exception that is no std::exception"};
+        return {detail::what_of(failure)};
     }
 }
 

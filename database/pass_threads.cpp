@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "internal/exception_text.hpp"
 #include "internal/retry_schedule.hpp"
 
 namespace idem::detail {
@@ -42,20 +43,6 @@ bool pass_threads::running() const {
     std::lock_guard lock(mutex_);
     return !threads_.empty();
 }
-
-namespace {
-
-std::string what_of(const std::exception_ptr& failure) {
-    try {
-        std::rethrow_exception(failure);
-    } catch (const std::exception& e) {
-        return e.what();
-    } catch (...) {
-        return "an exception that is no std::exception";
-    }
-}
-
-}  // namespace
 
 void pass_threads::log_failure(std::string_view event, const std::string& what) const {
     settings_.telemetry->on_log({.level = log_level::warning, .name = event, .key_hash = {}, .message = what});
