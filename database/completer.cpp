@@ -10,17 +10,17 @@
 #include <soci/soci.h>
 
 #include <atomic>
+#include <exception>
 #include <map>
-#include <stdexcept>
+#include <optional>
 #include <string>
 
 #include "idem/database.hpp"
 #include "idem/error.hpp"
-#include "internal/crypto.hpp"
+#include "internal/exception_text.hpp"
 #include "internal/retry_schedule.hpp"
 #include "pass_threads.hpp"
 #include "sql/operations_table.hpp"
-#include "sql/record_id.hpp"
 
 namespace idem {
 namespace {
@@ -38,6 +38,24 @@ std::vector<std::string> problems_of(const completer_options& o) {
         problems.emplace_back("first_backoff must be at least 0 and at most max_backoff, max_backoff at most 24h");
     if (o.report_every < std::chrono::milliseconds(0)) problems.emplace_back("report_every must not be negative");
     return problems;
+}
+
+// What a run's failure says, and whether it counts toward compensate_after: a
+// database that failed transiently (a lost connection, a lock timeout) is no
+// failure of the operation's.
+struct run_failure {
+    std::string what;
+    bool counted = true;
+};
+
+run_failure failure_of(const std::exception_ptr& failure) {
+    try {
+        std::rethrow_exception(failure);
+    } catch (const error& e) {
+        return {e.what(), !e.is_transient() && !e.is_connection_lost()};
+    } catch (...) {
+        return {detail::what_of(failure)};
+    }
 }
 
 }  // namespace
@@ -64,6 +82,7 @@ struct IDEM_LOCAL completer::impl {
                    .idle_wait = options.idle_wait,
                    .report_every = options.report_every,
                    .failure_event = "idem.completer.pass_failed",
+                   .report_failure_event = "idem.completer.report_failed",
                    .telemetry = options.telemetry}) {
         if (!options.telemetry) options.telemetry = null_sink();
         for (const auto& [name, op] : operations) namespaces.push_back(name);
@@ -78,31 +97,61 @@ struct IDEM_LOCAL completer::impl {
                                    .operation = {.name_space = name_space}});
     }
 
-    // Takes the operation over and runs it; a failure is the operation's, not the pass's.
+    // Takes the operation over and runs it. Whatever fails is this operation's
+    // alone: it is put off by the backoff and the pass goes on with the next.
     void finish_one(const table::due_row& due) {
         const any_operation& operation = *operations.at(due.name_space);
-        steps op = db.take_over(due.record_id, due.name_space, operation.policy_, options.execution);
-        if (op.decision() != execution_status::executed) return;  // finished or taken meanwhile
-        if (op.compensating() && op.completions() - 1 == operation.compensate_after())
+        const auto wait =
+            std::chrono::duration_cast<std::chrono::milliseconds>(detail::backoff_after(backoff, due.failures + 1));
+        std::optional<steps> op;
+        try {
+            op.emplace(db.take_over(due.record_id, due.name_space, operation.policy_, options.execution));
+        } catch (...) {
+            // A row it cannot take over (its stored input is not what idem writes, say).
+            ++failed;
+            const run_failure f = failure_of(std::current_exception());
+            try {
+                db.transact([&](unit_of_work& uow) {
+                    table::put_off(uow.sql(), due.record_id, std::nullopt, wait.count(), f.what, f.counted);
+                });
+            } catch (...) {
+                // The database failed: the operation stays due, and so does the rest of the batch.
+            }
+            log(log_level::warning, "idem.completer.takeover_failed", due.record_id,
+                "taking the operation over failed: " + f.what + "; again in " + std::to_string(wait.count()) + "ms",
+                due.name_space);
+            return;
+        }
+        if (op->decision() != execution_status::executed) return;  // finished or taken meanwhile
+        if (op->note() == detail::takeover_note::compensation_begins)
             log(log_level::warning, "idem.completer.compensating", due.record_id,
-                "the operation failed " + std::to_string(operation.compensate_after()) +
+                "the operation failed " + std::to_string(due.failures) +
                     " runs of the completer: it runs its compensation",
                 due.name_space);
+        if (op->note() == detail::takeover_note::compensation_resumes)
+            log(log_level::warning, "idem.completer.compensating", due.record_id,
+                "the operation is marked to compensate (by idem complete --compensate, or a compensation that "
+                "failed): it runs its compensation",
+                due.name_space);
+        if (op->note() == detail::takeover_note::no_compensation)
+            log(log_level::warning, "idem.completer.no_compensation", due.record_id,
+                "the operation was marked to compensate, and namespace " + due.name_space +
+                    " registers no compensation: the mark is dropped, and it runs forward",
+                due.name_space);
         try {
-            operation.complete(op);
-            ++(op.compensating() ? compensated : completed);
+            operation.complete(*op);
+            ++(op->compensating() ? compensated : completed);
         } catch (const lease_lost& e) {
             // Another run took it over (this run outlived its lease): that run finishes it.
             ++failed;
             log(log_level::warning, "idem.completer.lease_lost", due.record_id, e.what(), due.name_space);
-        } catch (const std::exception& e) {
+        } catch (...) {
             ++failed;
-            const auto wait =
-                std::chrono::duration_cast<std::chrono::milliseconds>(detail::backoff_after(backoff, op.completions()));
-            op.fail(e.what(), wait);
+            const run_failure f = failure_of(std::current_exception());
+            op->fail(f.what, wait, f.counted);
             log(log_level::warning, "idem.completer.run_failed", due.record_id,
-                std::string(e.what()) + " (run " + std::to_string(op.completions()) + "; again in " +
-                    std::to_string(wait.count()) + "ms)",
+                f.what + (f.counted ? " (failed run " + std::to_string(due.failures + 1) : " (not counted: transient") +
+                    "; again in " + std::to_string(wait.count()) + "ms)",
                 due.name_space);
         }
     }
@@ -162,25 +211,6 @@ std::size_t completer::run_once() {
 
 completer_metrics completer::metrics() {
     return impl_->metrics();
-}
-
-std::optional<operation_state> inspect_operation(database& db, const record_key& key) {
-    const std::string record_id = detail::hex(detail::record_id(key.digest()));
-    return db.transact([&](unit_of_work& uow) { return table::read(uow.sql(), record_id); });
-}
-
-std::vector<operation_state> unfinished_operations(database& db, std::string_view name_space, std::size_t limit) {
-    if (limit < 1 || limit > 10000) throw std::invalid_argument("idem: unfinished_operations lists 1 to 10000");
-    return db.transact([&](unit_of_work& uow) { return table::unfinished(uow.sql(), name_space, limit); });
-}
-
-purge_result purge_operations(database& db, const purge_options& options) {
-    return purge_batches(
-        [&](std::size_t limit, duration older_than) {
-            const auto older = std::chrono::duration_cast<std::chrono::milliseconds>(older_than).count();
-            return db.transact([&](unit_of_work& uow) { return table::purge(uow.sql(), limit, older); });
-        },
-        options);
 }
 
 }  // namespace idem

@@ -73,6 +73,7 @@ struct IDEM_LOCAL outbox_relay::impl {
                    .idle_wait = options.idle_wait,
                    .report_every = options.report_every,
                    .failure_event = "idem.outbox.relay_failed",
+                   .report_failure_event = "idem.outbox.report_failed",
                    .telemetry = options.telemetry}) {
         if (!options.telemetry) options.telemetry = null_sink();
     }

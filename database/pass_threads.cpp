@@ -1,8 +1,10 @@
 #include "pass_threads.hpp"
 
 #include <exception>
+#include <string>
 #include <utility>
 
+#include "internal/exception_text.hpp"
 #include "internal/retry_schedule.hpp"
 
 namespace idem::detail {
@@ -47,6 +49,10 @@ bool pass_threads::running() const {
     return !threads_.empty();
 }
 
+void pass_threads::log_failure(std::string_view event, const std::string& what) const {
+    settings_.telemetry->on_log({.level = log_level::warning, .name = event, .key_hash = {}, .message = what});
+}
+
 void pass_threads::maybe_report() {
     if (settings_.report_every.count() == 0) return;
     {
@@ -55,7 +61,13 @@ void pass_threads::maybe_report() {
         if (now - last_report_ < settings_.report_every) return;
         last_report_ = now;
     }
-    report_();
+    // The figures are read from the database: when that fails, the pass that
+    // ran still stands, and the next report reads them again.
+    try {
+        report_();
+    } catch (...) {
+        log_failure(settings_.report_failure_event, what_of(std::current_exception()));
+    }
 }
 
 bool pass_threads::rest(std::chrono::milliseconds pause) {
@@ -69,8 +81,9 @@ void pass_threads::loop() {
     if (!work.finish) return;
     try {
         work.finish();
-    } catch (const std::exception& e) {
-        log_failure(e);  // what it left comes due again when its lease ends
+    } catch (...) {
+        // What it left comes due again when its lease ends.
+        log_failure(settings_.failure_event, what_of(std::current_exception()));
     }
 }
 
@@ -87,21 +100,16 @@ void pass_threads::passes(const std::function<std::size_t()>& pass) {
             failures = 0;
             maybe_report();
             if (found == 0) pause = settings_.idle_wait;
-        } catch (const std::exception& e) {
+        } catch (...) {
             // The database failed (down, busy): what the pass left half done
             // comes due again when its lease ends. Back off, doubling up to 64 idle waits.
             ++failures;
-            log_failure(e);
+            log_failure(settings_.failure_event, what_of(std::current_exception()));
             pause = std::chrono::duration_cast<std::chrono::milliseconds>(
                 backoff_after({.first = settings_.idle_wait, .ceiling = settings_.idle_wait * 64}, failures));
         }
         if (pause.count() > 0 && !rest(pause)) return;
     }
-}
-
-void pass_threads::log_failure(const std::exception& e) {
-    settings_.telemetry->on_log(
-        {.level = log_level::warning, .name = settings_.failure_event, .key_hash = {}, .message = e.what()});
 }
 
 }  // namespace idem::detail

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -24,6 +25,7 @@ struct pass_settings {
     std::chrono::milliseconds idle_wait{200};  // after a pass that found nothing (and the first wait after a failure)
     std::chrono::milliseconds report_every{1000};  // 0: never
     std::string_view failure_event;                // the log event of a failed pass, e.g. "idem.outbox.relay_failed"
+    std::string_view report_failure_event;         // the log event of a report whose figures could not be read
     std::shared_ptr<telemetry_sink> telemetry;
 };
 
@@ -53,8 +55,8 @@ public:
 private:
     void loop();
     void passes(const std::function<std::size_t()>& pass);
-    void log_failure(const std::exception& e);
     void maybe_report();
+    void log_failure(std::string_view event, const std::string& what) const;
     // Waits `pause` unless stop() is called meanwhile; false once stopping.
     bool rest(std::chrono::milliseconds pause);
 

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "idem/database.hpp"
+#include "idem/error.hpp"
 #include "idem/keys.hpp"
 #include "internal/crypto.hpp"
 #include "sql/operations_table.hpp"
@@ -19,19 +20,14 @@
 #include "sql/unnamed_statement.hpp"
 
 namespace idem {
+
+namespace operations = detail::operations_table;
+
 namespace detail {
 namespace {
 
 constexpr int kind_step = 0;
 constexpr int kind_call = 1;
-
-std::string hex_of(std::string_view bytes) {
-    return operations_table::to_hex(bytes);
-}
-
-std::string bytes_of(std::string_view text) {
-    return operations_table::from_hex(text);
-}
 
 long long millis(std::chrono::nanoseconds d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -72,7 +68,7 @@ struct steps_state {
     std::size_t pending_call = 0;
     bool compensating = false;        // this run undoes the operation, from `next` on
     std::size_t compensate_from = 0;  // where its compensation's steps begin, when compensating
-    int completions = 0;              // the completer's runs of it, this one included (0: a request's run)
+    takeover_note note = takeover_note::none;
 
     // The position of the next step, after checking its name.
     std::size_t claim(std::string_view name) {
@@ -134,7 +130,7 @@ struct steps_state {
         const long long at = static_cast<long long>(index);
         const std::string step_name(name);
         const int state = result ? 1 : 0;
-        const std::string text = result ? hex_of(*result) : std::string();
+        const std::string text = result ? operations::to_hex(*result) : std::string();
         soci::indicator result_null = result ? soci::i_ok : soci::i_null;
         sql << "INSERT INTO idem_steps (record_id, step_index, name, kind, state, result, attempts, updated_at) "
                "VALUES (:id, :i, :name, :kind, :state, :result, :attempts, " +
@@ -171,8 +167,8 @@ bool steps::compensating() const noexcept {
     return state_->compensating;
 }
 
-int steps::completions() const noexcept {
-    return state_->completions;
+detail::takeover_note steps::note() const noexcept {
+    return state_->note;
 }
 
 execution_status steps::decision() const noexcept {
@@ -194,7 +190,7 @@ std::optional<std::string> steps::run_step(std::string_view name,
         s.hold(sql);
         if (auto stored = s.read(sql, index)) {
             s.check_shape(*stored, name, detail::kind_step, index);
-            return detail::bytes_of(stored->result);
+            return operations::from_hex(stored->result);
         }
         std::optional<std::string> result = work(uow);
         s.insert(sql, index, name, detail::kind_step, attempts, result);
@@ -215,7 +211,7 @@ std::optional<std::string> steps::begin_call(std::string_view name) {
         s.hold(sql);
         if (auto stored = s.read(sql, index)) {
             s.check_shape(*stored, name, detail::kind_call, index);
-            if (stored->state == 1) return detail::bytes_of(stored->result);
+            if (stored->state == 1) return operations::from_hex(stored->result);
             // Made before and never answered (a crash, a throw): made again with the same call key.
             const long long at = static_cast<long long>(index);
             sql << "UPDATE idem_steps SET attempts = attempts + 1, updated_at = " + s.now +
@@ -233,7 +229,7 @@ std::optional<std::string> steps::begin_call(std::string_view name) {
 
 void steps::end_call(const std::string& answer) {
     detail::steps_state& s = *state_;
-    const std::string text = detail::hex_of(answer);
+    const std::string text = operations::to_hex(answer);
     s.db->transact([&](unit_of_work& uow) {
         soci::session& sql = uow.sql();
         s.hold(sql);
@@ -259,13 +255,13 @@ std::optional<std::string> steps::stored_bytes(std::string_view name) const {
             soci::into(result, result_null), soci::use(s.record_id), soci::use(step_name), soci::use(before),
             soci::use(before);
         if (!sql.got_data() || result_null != soci::i_ok) return std::nullopt;
-        return detail::bytes_of(result);
+        return operations::from_hex(result);
     });
 }
 
 void steps::finish(const std::string& payload, classification how) {
     detail::steps_state& s = *state_;
-    const std::string text = detail::hex_of(payload);
+    const std::string text = operations::to_hex(payload);
     s.db->transact([&](unit_of_work& uow) {
         soci::session& sql = uow.sql();
         s.hold(sql);
@@ -309,19 +305,11 @@ void steps::abandon() noexcept {
     }
 }
 
-void steps::fail(std::string_view what, std::chrono::milliseconds wait) noexcept {
+void steps::fail(std::string_view what, std::chrono::milliseconds wait, bool counted) noexcept {
     detail::steps_state& s = *state_;
-    // The column is text: what an exception says, cut to 1 KiB of printable ASCII.
-    std::string kept(what.substr(0, 1024));
-    for (char& c : kept)
-        if (c < ' ' || c > '~') c = '?';
-    const long long wait_ms = wait.count();
     try {
         s.db->transact([&](unit_of_work& uow) {
-            uow.sql() << "UPDATE idem_operations SET expires_at = " + s.now +
-                             " + :wait, last_error = :e, updated_at = " + s.now +
-                             " WHERE record_id = :id AND fence = :fence AND state = 0",
-                soci::use(wait_ms), soci::use(kept), soci::use(s.record_id), soci::use(s.fence);
+            operations::put_off(uow.sql(), s.record_id, s.fence, wait.count(), what, counted);
         });
     } catch (...) {
         // The lease then ends when it would have; the next pass takes it over after it.
@@ -359,121 +347,142 @@ void reset(soci::session& sql, steps_state& s) {
     s.next = 0;
     s.completed = 0;
     s.compensating = false;
-    s.completions = 0;
+    s.note = takeover_note::none;
+}
+
+// The operation's row as a run that may take it over reads it.
+struct operation_row {
+    std::string name_space, fingerprint, result, input;
+    long long fence = 0, expires_at = 0, now = 0, compensate_from = 0, completions = 0, failures = 0;
+    int recovery_point = 0, state = 0;
+    soci::indicator result_null = soci::i_ok, input_null = soci::i_ok, from_null = soci::i_ok;
+
+    [[nodiscard]] bool live() const { return expires_at > now; }
+    [[nodiscard]] bool marked_to_compensate() const { return from_null == soci::i_ok; }
+};
+
+// Reads the operation's row and holds it until COMMIT; nothing when there is none.
+std::optional<operation_row> read_locked(soci::session& sql, const steps_state& s) {
+    operation_row r;
+    sql << "SELECT namespace, fingerprint, fence, recovery_point, state, result, expires_at, " + s.now +
+               ", input, compensate_from, completions, failures FROM idem_operations WHERE record_id = :id" + s.lock,
+        soci::into(r.name_space), soci::into(r.fingerprint), soci::into(r.fence), soci::into(r.recovery_point),
+        soci::into(r.state), soci::into(r.result, r.result_null), soci::into(r.expires_at), soci::into(r.now),
+        soci::into(r.input, r.input_null), soci::into(r.compensate_from, r.from_null), soci::into(r.completions),
+        soci::into(r.failures), soci::use(s.record_id);
+    if (!sql.got_data()) return std::nullopt;
+    return r;
+}
+
+// Takes the locked operation over for this run, its row as `row` says: the
+// fence moves on, so the run before can write no step more, and the lease is
+// this run's.
+void take(soci::session& sql, steps_state& s, const operation_row& row) {
+    const long long taken = row.fence + 1;
+    soci::indicator marked = row.from_null;
+    sql << "UPDATE idem_operations SET fence = :fence, completions = :completions, compensate_from = :from, "
+           "expires_at = " +
+               s.now + " + :lease, updated_at = " + s.now + " WHERE record_id = :id",
+        soci::use(taken), soci::use(row.completions), soci::use(row.compensate_from, marked), soci::use(s.lease_ms),
+        soci::use(s.record_id);
+    s.fence = taken;
+    s.recovery_point = static_cast<std::size_t>(row.recovery_point);
+    s.input = row.input_null == soci::i_ok ? operations::from_hex(row.input) : std::string();
 }
 
 // A request's run: a new operation, a replay, or a takeover of one whose lease ended.
-void begin(soci::session& sql, steps_state& s, const std::string& input) {
+void begin(soci::session& sql, steps_state& s, const std::string& input, bool compensates) {
     reset(sql, s);
-    const std::string input_hex = hex_of(input);
+    const std::string input_hex = operations::to_hex(input);
+    const int compensable = compensates ? 1 : 0;
     soci::statement insert = unnamed_statement(
         sql,
         "INSERT INTO idem_operations (record_id, namespace, fingerprint, fence, recovery_point, state, expires_at, "
-        "updated_at, input) VALUES (:id, :ns, :fp, 1, 0, 0, " +
-            s.now + " + :lease, " + s.now + ", :input) ON CONFLICT (record_id) DO NOTHING",
+        "updated_at, input, compensates) VALUES (:id, :ns, :fp, 1, 0, 0, " +
+            s.now + " + :lease, " + s.now + ", :input, :compensates) ON CONFLICT (record_id) DO NOTHING",
         soci::use(s.record_id), soci::use(s.name_space), soci::use(s.fingerprint), soci::use(s.lease_ms),
-        soci::use(input_hex));
+        soci::use(input_hex), soci::use(compensable));
     insert.execute(true);
     if (insert.get_affected_rows() == 1) {
         s.input = input;
         return;
     }
-
-    std::string stored_fingerprint, result, stored_input;
-    long long fence = 0, expires_at = 0, now = 0, compensate_from = 0;
-    int recovery_point = 0, completed = 0;
-    soci::indicator result_null = soci::i_ok, input_null = soci::i_ok, compensate_null = soci::i_ok;
-    sql << "SELECT fingerprint, fence, recovery_point, state, result, expires_at, " + s.now +
-               ", input, compensate_from FROM idem_operations WHERE record_id = :id" + s.lock,
-        soci::into(stored_fingerprint), soci::into(fence), soci::into(recovery_point), soci::into(completed),
-        soci::into(result, result_null), soci::into(expires_at), soci::into(now), soci::into(stored_input, input_null),
-        soci::into(compensate_from, compensate_null), soci::use(s.record_id);
-    const bool live = expires_at > now;
-    if (completed == 1 && live) {
-        if (stored_fingerprint != s.fingerprint) {
+    std::optional<operation_row> found = read_locked(sql, s);
+    // The row the INSERT met was deleted before it could be read (a purge, a
+    // run whose result was classified release): the transaction runs again.
+    if (!found)
+        throw store_error(store_failure::lost_race,
+                          "idem: operation " + s.key_hash + " was deleted while this run began; it begins again");
+    operation_row& row = *found;
+    if (row.state == 1 && row.live()) {
+        if (row.fingerprint != s.fingerprint) {
             s.decision = execution_status::key_reused;
         } else {
             s.decision = execution_status::replayed;
-            s.stored_result = bytes_of(result_null == soci::i_ok ? result : std::string());
+            s.stored_result = operations::from_hex(row.result_null == soci::i_ok ? row.result : std::string());
         }
         return;
     }
     // Unfinished work belongs to the request that started it, live or not.
-    if (completed == 0 && stored_fingerprint != s.fingerprint) {
+    if (row.state == 0 && row.fingerprint != s.fingerprint) {
         s.decision = execution_status::key_reused;
         return;
     }
     // Being undone is the completer's: it runs the operation's compensation.
-    if (completed == 0 && (live || compensate_null == soci::i_ok)) {
+    if (row.state == 0 && (row.live() || row.marked_to_compensate())) {
         s.decision = execution_status::in_flight;
         return;
     }
-    if (completed == 1) {  // its retention ended: a new operation under the key
+    if (row.state == 1) {  // its retention ended: a new operation under the key
         sql << "DELETE FROM idem_steps WHERE record_id = :id", soci::use(s.record_id);
-        sql << "UPDATE idem_operations SET input = :input, completions = 0, compensate_from = NULL, last_error = NULL "
-               "WHERE record_id = :id",
-            soci::use(input_hex), soci::use(s.record_id);
-        recovery_point = 0;
-        s.input = input;
-    } else {
-        s.input = input_null == soci::i_ok ? bytes_of(stored_input) : std::string();
+        sql << "UPDATE idem_operations SET fingerprint = :fp, state = 0, result = NULL, recovery_point = 0, "
+               "input = :input, failures = 0, last_error = NULL, compensates = :compensates WHERE record_id = :id",
+            soci::use(s.fingerprint), soci::use(input_hex), soci::use(compensable), soci::use(s.record_id);
+        row.recovery_point = 0;
+        row.input = input_hex;
+        row.input_null = soci::i_ok;
+        row.completions = 0;
+        row.from_null = soci::i_null;
     }
-    // A takeover: the fence moves on, so the run before it can write no step more.
-    const long long taken = fence + 1;
-    sql << "UPDATE idem_operations SET fingerprint = :fp, fence = :fence, recovery_point = :point, state = 0, "
-           "result = NULL, expires_at = " +
-               s.now + " + :lease, updated_at = " + s.now + " WHERE record_id = :id",
-        soci::use(s.fingerprint), soci::use(taken), soci::use(recovery_point), soci::use(s.lease_ms),
-        soci::use(s.record_id);
-    s.fence = taken;
-    s.recovery_point = static_cast<std::size_t>(recovery_point);
-    s.next = 0;
+    take(sql, s, row);
 }
 
-// The completer's run: a takeover of an unfinished operation whose lease ended,
-// which compensates once `compensate_after` runs of the completer failed.
+// The completer's run: a takeover of an unfinished operation whose lease
+// ended, which compensates once `compensate_after` runs of the completer failed.
 void take_over(soci::session& sql, steps_state& s, const completion_policy& policy) {
     reset(sql, s);
-    std::string fingerprint, stored_input;
-    long long fence = 0, expires_at = 0, now = 0, from = 0, completions = 0;
-    int recovery_point = 0, state = 0;
-    soci::indicator input_null = soci::i_ok, from_null = soci::i_ok;
-    sql << "SELECT fingerprint, fence, recovery_point, state, expires_at, " + s.now +
-               ", input, compensate_from, completions FROM idem_operations WHERE record_id = :id AND namespace = :ns" +
-               s.lock,
-        soci::into(fingerprint), soci::into(fence), soci::into(recovery_point), soci::into(state),
-        soci::into(expires_at), soci::into(now), soci::into(stored_input, input_null), soci::into(from, from_null),
-        soci::into(completions), soci::use(s.record_id), soci::use(s.name_space);
+    std::optional<operation_row> found = read_locked(sql, s);
     // Finished, gone, or another run holds it now: nothing to take over.
-    if (!sql.got_data() || state != 0 || expires_at > now) {
+    if (!found || found->name_space != s.name_space || found->state != 0 || found->live()) {
         s.decision = execution_status::in_flight;
         return;
     }
-    if (from_null != soci::i_ok && policy.compensates && completions >= policy.compensate_after) {
+    operation_row& row = *found;
+    if (row.marked_to_compensate() && !policy.compensates) {
+        // Marked by an operator (idem complete --compensate), and its namespace
+        // registers no compensation: the mark goes, and it runs forward.
+        row.from_null = soci::i_null;
+        s.note = takeover_note::no_compensation;
+    } else if (!row.marked_to_compensate() && policy.compensates && row.failures >= policy.compensate_after) {
         // The row is locked: every step stored before is counted.
-        sql << "SELECT COALESCE(MAX(step_index) + 1, 0) FROM idem_steps WHERE record_id = :id", soci::into(from),
-            soci::use(s.record_id);
-        from_null = soci::i_ok;
+        sql << "SELECT COALESCE(MAX(step_index) + 1, 0) FROM idem_steps WHERE record_id = :id",
+            soci::into(row.compensate_from), soci::use(s.record_id);
+        row.from_null = soci::i_ok;
+        s.note = takeover_note::compensation_begins;
+    } else if (row.marked_to_compensate()) {
+        s.note = takeover_note::compensation_resumes;
     }
-    const long long taken = fence + 1;
-    soci::indicator marked = from_null;
-    sql << "UPDATE idem_operations SET fence = :fence, completions = completions + 1, compensate_from = :from, "
-           "expires_at = " +
-               s.now + " + :lease, updated_at = " + s.now + " WHERE record_id = :id",
-        soci::use(taken), soci::use(from, marked), soci::use(s.lease_ms), soci::use(s.record_id);
-    s.fingerprint = std::move(fingerprint);
-    s.input = input_null == soci::i_ok ? bytes_of(stored_input) : std::string();
-    s.fence = taken;
-    s.recovery_point = static_cast<std::size_t>(recovery_point);
-    s.completions = static_cast<int>(completions) + 1;
-    if (from_null == soci::i_ok) {
+    ++row.completions;
+    take(sql, s, row);
+    s.fingerprint = row.fingerprint;
+    if (row.marked_to_compensate()) {
         // Its compensation's steps follow the operation's own; those stay as they are.
         long long stored = 0;
         sql << "SELECT COUNT(*) FROM idem_steps WHERE record_id = :id AND state = 1 AND step_index < :from",
-            soci::into(stored), soci::use(s.record_id), soci::use(from);
+            soci::into(stored), soci::use(s.record_id), soci::use(row.compensate_from);
         s.compensating = true;
-        s.compensate_from = static_cast<std::size_t>(from);
-        s.next = static_cast<std::size_t>(from);
+        s.compensate_from = static_cast<std::size_t>(row.compensate_from);
+        s.next = s.compensate_from;
         s.completed = static_cast<std::size_t>(stored);
     }
 }
@@ -482,13 +491,13 @@ void take_over(soci::session& sql, steps_state& s, const completion_policy& poli
 }  // namespace detail
 
 steps database::start_steps(const record_key& key, std::string_view fingerprint, const std::string& input,
-                            const execution_options& options) {
+                            bool compensates, const execution_options& options) {
     if (fingerprint.empty()) throw std::invalid_argument("idem: the fingerprint is empty");
     std::unique_ptr<detail::steps_state> state = detail::state_for(
         *this, detail::hex(detail::record_id(key.digest())), key.name_space(), executor().options().resolve(options));
     detail::steps_state& s = *state;
-    s.fingerprint = detail::hex_of(fingerprint);
-    transact([&](unit_of_work& uow) { detail::begin(uow.sql(), s, input); });
+    s.fingerprint = operations::to_hex(fingerprint);
+    transact([&](unit_of_work& uow) { detail::begin(uow.sql(), s, input, compensates); });
     return idem::steps(std::move(state));
 }
 

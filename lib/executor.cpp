@@ -3,19 +3,12 @@
 #include <exception>
 
 #include "idem/transactional_record_store.hpp"
+#include "internal/decision_outcome.hpp"
 
 namespace idem {
 namespace {
 
-outcome outcome_of(execution_status status) {
-    switch (status) {
-        case execution_status::executed: return outcome::executed;
-        case execution_status::replayed: return outcome::replay;
-        case execution_status::in_flight: return outcome::in_flight;
-        case execution_status::key_reused: return outcome::key_reused;
-    }
-    return outcome::executed;
-}
+using detail::outcome_of;
 
 execution_status status_of(reservation_status status) {
     switch (status) {

@@ -88,6 +88,31 @@ response paid(const std::string& payout, const payout_request& p, const std::str
     return r;
 }
 
+// Settles the payout with the provider's final answer: paid, or the hold
+// released ("declined" by the provider, "cancelled" when the cancel came first).
+std::string settle(soci::session& sql, const std::string& payout, const payout_request& p, const std::string& answer) {
+    const std::string outcome = word(answer, 0);
+    if (outcome == "paid") {
+        const std::string reference = word(answer, 1);
+        sql << "UPDATE payouts SET state = 'paid', provider_ref = :r WHERE id = :id", soci::use(reference),
+            soci::use(payout);
+        entry(sql, payout, "settle", 0);
+    } else if (!payout.empty()) {
+        release(sql, payout, p, outcome);
+    }
+    return outcome;
+}
+
+// The response for the provider's final answer.
+response answered(const std::string& payout, const payout_request& p, const std::string& answer) {
+    const std::string outcome = word(answer, 0);
+    if (outcome == "paid") return paid(payout, p, word(answer, 1));
+    if (outcome == "declined") return declined(payout, word(answer, 1));
+    return problem(502, "Payments.PayoutFailed",
+                   "the provider did not take the payout: it was cancelled and the funds released",
+                   {{"payout", payout.empty() ? json(nullptr) : json(payout)}});
+}
+
 // The payout, run by the request and, when it dies, by the completer.
 response run_payout(const provider_client& provider, idem::steps& op) {
     payout_request p;
@@ -107,43 +132,29 @@ response run_payout(const provider_client& provider, idem::steps& op) {
         return a;
     });
     crash_point("payout.answered");
-    const bool was_paid = word(answer, 0) == "paid";
-    op.step("settle", [&](idem::unit_of_work& uow) {
-        soci::session& sql = uow.sql();
-        if (was_paid) {
-            const std::string reference = word(answer, 1);
-            sql << "UPDATE payouts SET state = 'paid', provider_ref = :r WHERE id = :id", soci::use(reference),
-                soci::use(payout);
-            entry(sql, payout, "settle", 0);
-        } else {
-            release(sql, payout, p, "declined");
-        }
-        return std::string(was_paid ? "paid" : "declined");
-    });
+    op.step("settle", [&](idem::unit_of_work& uow) { return settle(uow.sql(), payout, p, answer); });
     crash_point("payout.settled");
-    return was_paid ? paid(payout, p, word(answer, 1)) : declined(payout, word(answer, 1));
+    return answered(payout, p, answer);
 }
 
-// After three failed runs of the completer: what was settled stands; anything
-// else is cancelled at the provider (by the send's call key, so a send still
-// on its way is refused there) and the hold released.
+// After three failed runs of the completer: what was settled stands. Money
+// that moved is never cancelled: the provider's answer to the send, when it
+// was stored, settles the payout as the run would have; when it was not (the
+// send never answered, or the run died before storing it), the provider is
+// asked to cancel by the send's call key, and says "paid" for a payout it
+// made (settled as paid) or refuses the send from then on ("cancelled": the
+// hold released).
 response undo_payout(const provider_client& provider, idem::steps& op) {
     const payout_request p = parse_payout(op.input());
     const std::optional<std::string> held = op.stored("hold");
     const std::string payout = held ? json::parse(*held).value("payout", "") : "";
-    if (const std::optional<std::string> settled = op.stored("settle")) {
-        const std::string answer = op.stored("send").value_or("");
-        return *settled == "paid" ? paid(payout, p, word(answer, 1)) : declined(payout, word(answer, 1));
-    }
-    op.call("cancel", [&](const std::string& key) { return provider.cancel(op.call_key("send"), key); });
+    if (op.stored("settle")) return answered(payout, p, op.stored("send").value_or(""));
+    std::string answer = op.stored("send").value_or("");
+    if (answer.empty())
+        answer = op.call("cancel", [&](const std::string& key) { return provider.cancel(op.call_key("send"), key); });
     crash_point("payout.cancelled");
-    op.step("release", [&](idem::unit_of_work& uow) {
-        if (!payout.empty()) release(uow.sql(), payout, p, "cancelled");
-        return std::string(payout.empty() ? "nothing held" : "released");
-    });
-    return problem(502, "Payments.PayoutFailed",
-                   "the provider did not take the payout: it was cancelled and the funds released",
-                   {{"payout", payout.empty() ? json(nullptr) : json(payout)}});
+    op.step("settle", [&](idem::unit_of_work& uow) { return settle(uow.sql(), payout, p, answer); });
+    return answered(payout, p, answer);
 }
 
 }  // namespace
@@ -172,6 +183,7 @@ std::string provider_client::cancel(const std::string& payout_key, const std::st
     const auto r = client.Post("/payouts/cancel", {{"Idempotency-Key", key}}, json{{"key", payout_key}}.dump(),
                                "application/json");
     if (!r) throw std::runtime_error("the payout provider did not answer: " + httplib::to_string(r.error()));
+    if (r->status == 409) return "paid " + json::parse(r->body).value("id", "");  // it was made: it stands
     if (r->status != 200) throw std::runtime_error("the payout provider answered " + std::to_string(r->status));
     return "cancelled";
 }

@@ -4,8 +4,10 @@
 // provider (a call, with the call key as its Idempotency-Key), settle (one
 // transaction: paid, or the hold released when the provider declined). The
 // service's completer finishes a payout whose request died between the steps;
-// after three failed runs it compensates instead: the provider is told to
-// cancel the payout (by the send's key), and the hold is released.
+// after three failed runs it compensates instead: money that moved stays
+// moved (a payout the provider made is settled as paid, its answer stored or
+// learnt from the provider), and anything else is cancelled at the provider
+// (by the send's key) and the hold released.
 #pragma once
 
 #include <idem/http/layer.hpp>
@@ -35,8 +37,10 @@ public:
     // answers; anything else (no answer, 409, 429, 5xx) throws, and the call
     // is made again later with the same key.
     std::string pay(const std::string& payout, const payout_request& p, const std::string& key) const;
-    // POST /payouts/cancel: the payout sent with `payout_key` is reversed, or
-    // never applied if it arrives later; "cancelled", or throws.
+    // POST /payouts/cancel: "cancelled" when the payout sent with
+    // `payout_key` was not made (the provider refuses it from then on), or
+    // "paid <provider id>" when it was (a payout made is never undone); throws
+    // otherwise.
     std::string cancel(const std::string& payout_key, const std::string& key) const;
 
 private:

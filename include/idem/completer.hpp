@@ -10,6 +10,9 @@
 //   idem::completer completer{db, {payout, refund}, {.threads = 2}};  // idem::operation<T> objects
 //   completer.start();  // threads of its own; stop() or the destructor ends them
 //
+// Reading and purging operations (inspect_operation, unfinished_operations,
+// purge_operations): idem/operations.hpp, included here.
+//
 // Link idem_database (pkg-config idem-database). See docs/steps.md.
 #pragma once
 
@@ -23,9 +26,8 @@
 
 #include "idem/export.hpp"
 #include "idem/operation.hpp"
-#include "idem/operation_state.hpp"
+#include "idem/operations.hpp"
 #include "idem/options.hpp"
-#include "idem/purge.hpp"
 #include "idem/telemetry.hpp"
 
 namespace idem {
@@ -76,21 +78,5 @@ private:
     struct impl;
     std::unique_ptr<impl> impl_;
 };
-
-// The operation stored under `key`, with its steps; nothing when there is none.
-[[nodiscard]] IDEM_API std::optional<operation_state> inspect_operation(database& db, const record_key& key);
-
-// Unfinished operations (running or compensating) without their steps, the
-// one whose lease ends (or ended) first first: of `name_space`, or of every
-// namespace when it is empty. At most `limit` (1 to 10,000).
-[[nodiscard]] IDEM_API std::vector<operation_state> unfinished_operations(database& db,
-                                                                          std::string_view name_space = {},
-                                                                          std::size_t limit = 100);
-
-// Deletes finished operations whose retention ended at least
-// options.older_than ago, with their steps, in batches (options.batch each,
-// their own short transaction, oldest first, through an index), with the purge
-// job's loop (idem/purge.hpp). Never an unfinished one: that is the completer's.
-IDEM_API purge_result purge_operations(database& db, const purge_options& options = {});
 
 }  // namespace idem

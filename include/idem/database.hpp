@@ -217,7 +217,7 @@ public:
     template <class Operation, class T>
     execution<T> steps(const record_key& key, std::string_view fingerprint, Operation&& operation,
                        const result_codec<T>& codec, const execution_options& options = {}) {
-        return run_steps(key, fingerprint, {}, operation, codec, options);
+        return run_steps(key, fingerprint, {}, false, operation, codec, options);
     }
 
     // CREATE TABLE IF NOT EXISTS for a mapped type, with column types from its
@@ -297,11 +297,13 @@ private:
     }
 
     // An operation in steps begun with `input` (empty for steps(); an
-    // idem::operation's own otherwise): begun, replayed or taken over, run, finished.
+    // idem::operation's own otherwise) and whether it registers a compensation:
+    // begun, replayed or taken over, run, finished.
     template <class Operation, class T>
     execution<T> run_steps(const record_key& key, std::string_view fingerprint, const std::string& input,
-                           Operation& operation, const result_codec<T>& codec, const execution_options& options) {
-        idem::steps op = start_steps(key, fingerprint, input, options);
+                           bool compensates, Operation& operation, const result_codec<T>& codec,
+                           const execution_options& options) {
+        idem::steps op = start_steps(key, fingerprint, input, compensates, options);
         const execution_status decision = op.decision();
         if (decision == execution_status::replayed)
             return execution<T>(decision, decision, mode::enforce, codec.deserialize(op.stored_result()));
@@ -318,7 +320,7 @@ private:
     }
 
     [[nodiscard]] idem::steps start_steps(const record_key& key, std::string_view fingerprint, const std::string& input,
-                                          const execution_options& options);
+                                          bool compensates, const execution_options& options);
     // The completer's run of the unfinished operation `record_id` of `name_space`
     // whose lease ended; its decision is in_flight when there is none to take over.
     [[nodiscard]] idem::steps take_over(const std::string& record_id, const std::string& name_space,

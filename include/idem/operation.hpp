@@ -99,7 +99,7 @@ public:
                      const execution_options& options = {}) const {
         if (key.name_space() != name_space())
             throw std::invalid_argument("idem: the key's namespace is not the operation's (" + name_space() + ")");
-        return db.run_steps(key, fingerprint, std::string(input), run_, *codec_, options);
+        return db.run_steps(key, fingerprint, std::string(input), compensates(), run_, *codec_, options);
     }
 
     [[nodiscard]] const result_codec<T>& codec() const noexcept { return *codec_; }

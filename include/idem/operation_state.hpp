@@ -4,7 +4,7 @@
 // prints it, `idem complete` lists the unfinished ones, and an HTTP endpoint
 // in steps answers 202 with it while the operation is being completed.
 //
-//   if (auto s = idem::inspect_operation(db, key)) {        // idem/completer.hpp
+//   if (auto s = idem::inspect_operation(db, key)) {        // idem/operations.hpp
 //       print(idem::to_string(s->phase), s->recovery_point, s->completions);
 //       for (const idem::operation_step& step : s->steps) print(step.name, step.attempts, step.result.size());
 //   }
@@ -46,9 +46,10 @@ struct IDEM_API operation_state {
     std::string record_id;  // 32 hex characters: the SQL key_hash `idem inspect` takes
     std::string name_space;
     operation_phase phase = operation_phase::running;
-    std::int64_t fence = 0;                           // the fencing token: every takeover adds one
-    std::size_t recovery_point = 0;                   // the position after the last stored step
-    int completions = 0;                              // runs the completer took it over for
+    std::int64_t fence = 0;          // the fencing token: every takeover adds one
+    std::size_t recovery_point = 0;  // the position after the last stored step
+    int completions = 0;             // runs the completer took it over for
+    int failures = 0;  // of those, the runs that failed (not those that died): compensate_after counts these
     std::optional<std::size_t> compensate_from = {};  // the first compensation step's position
     time_point expires_at = {};                       // the lease's end while unfinished, the retention's once finished
     time_point updated_at = {};

@@ -64,6 +64,13 @@ struct completion_policy {
     bool compensates = false;
     int compensate_after = 0;  // the completer's failed runs before it compensates
 };
+// What a completer's takeover did about compensation, for its log.
+enum class takeover_note {
+    none,
+    compensation_begins,   // compensate_after runs failed: this run compensates
+    compensation_resumes,  // marked to compensate before (an operator, or a run that failed): this run compensates
+    no_compensation,       // marked to compensate, and the namespace has none: the mark is gone, it runs forward
+};
 }  // namespace detail
 
 // One run of an operation in steps, handed to the operation by database::steps.
@@ -166,11 +173,12 @@ private:
     // Ends this run's lease after a throw, so a retry resumes at once: what is
     // stored is exactly what completed.
     void abandon() noexcept;
-    // The completer's run failed: its lease ends after `wait`, and `what` is kept
-    // for operators (idem inspect).
-    void fail(std::string_view what, std::chrono::milliseconds wait) noexcept;
-    // The completer's runs of the operation, this one included (0 for a request's run).
-    [[nodiscard]] int completions() const noexcept;
+    // The completer's run failed: its lease ends after `wait`, `what` is kept
+    // for operators (idem inspect), and, when `counted`, it is one more failed
+    // run toward compensate_after.
+    void fail(std::string_view what, std::chrono::milliseconds wait, bool counted) noexcept;
+    // What the completer's takeover did about compensation (none for a request's run).
+    [[nodiscard]] detail::takeover_note note() const noexcept;
 
     std::unique_ptr<detail::steps_state> state_;
     std::string call_key_;

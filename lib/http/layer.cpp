@@ -7,6 +7,7 @@
 #include "idem/http/key_header.hpp"
 #include "idem/http/problem.hpp"
 #include "idem/http/response_codec.hpp"
+#include "internal/decision_outcome.hpp"
 
 namespace idem::http {
 namespace {
@@ -263,11 +264,24 @@ std::shared_ptr<const result_codec<response>> idempotency_layer::operation_codec
 }
 
 admission idempotency_layer::admit_steps(const request& req, std::string_view name_space) const {
+    // Counted and logged as admit() does; an operation in steps always enforces.
     const parsed_key parsed = parse_key_header(req.key_headers);
-    if (parsed.state == key_state::missing) return {.answer = problem(codes::key_missing)};
-    if (parsed.state == key_state::invalid) return {.answer = problem(codes::key_invalid)};
+    if (parsed.state == key_state::missing) {
+        report(req, outcome::key_missing, mode::enforce, log_level::info, "idem.http.key_missing",
+               "a request without a key where one is required");
+        return {.answer = problem(codes::key_missing)};
+    }
+    if (parsed.state == key_state::invalid) {
+        report(req, outcome::key_invalid, mode::enforce, log_level::info, "idem.http.key_invalid",
+               "a request with several keys or an invalid one");
+        return {.answer = problem(codes::key_invalid)};
+    }
     std::optional<scope> owner = options_.resolver ? options_.resolver(req.caller) : scope::global();
-    if (!owner) return {.answer = problem(codes::scope_required)};
+    if (!owner) {
+        report(req, outcome::unscoped, mode::enforce, log_level::warning, "idem.http.unscoped",
+               "a key arrived without an identified caller");
+        return {.answer = problem(codes::scope_required)};
+    }
     return {.key = record_key(std::string(name_space), std::move(*owner), parsed.key),
             .fingerprint = request_fingerprint(req.method, req.target, req.body, req.parts)};
 }
@@ -295,8 +309,12 @@ response idempotency_layer::in_progress(const operation_state& s) const {
 response idempotency_layer::handle_steps(const request& req, const admission& a,
                                          detail::function_ref<execution<response>()> run,
                                          detail::function_ref<std::optional<operation_state>()> state) {
+    const auto decided = [&](outcome o) {
+        executor_.telemetry().on_decision({entry_point::http, o, mode::enforce, options_.profile});
+    };
     try {
         execution<response> e = run();
+        decided(detail::outcome_of(e.status()));
         if (e.status() == execution_status::in_flight) {
             // Another run holds it, or the completer undoes it: where it stands.
             if (std::optional<operation_state> s = state()) return in_progress(*s);
@@ -315,6 +333,7 @@ response idempotency_layer::handle_steps(const request& req, const admission& a,
         }
         if (!s && dynamic_cast<const error*>(&failure) == nullptr) throw;
         if (!s) return with_retry_after(problem(codes::store_unavailable), options_.retry_after);
+        decided(outcome::executed);  // it ran, and stopped before its end
         operation_info about_it = about(req);
         about_it.name_space = a.key->name_space();
         executor_.telemetry().on_log({log_level::warning, "idem.http.operation_unfinished", a.key->key_hash(),

@@ -10,6 +10,7 @@
 
 #include "idem/http/client.hpp"
 #include "idem/http/problem.hpp"
+#include "internal/exception_text.hpp"
 
 namespace idem::http {
 namespace {
@@ -47,16 +48,6 @@ std::vector<form_part> parts_of(const httplib::Request& req) {
     parts.reserve(req.files.size());
     for (const auto& [name, file] : req.files) parts.push_back({name, file.filename, file.content_type, file.content});
     return parts;
-}
-
-std::string describe(const std::exception_ptr& ep) {
-    try {
-        std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-        return e.what();
-    } catch (...) {
-        return "an exception that is not a std::exception";
-    }
 }
 
 }  // namespace
@@ -115,7 +106,7 @@ void protect(httplib::Server& server, std::shared_ptr<telemetry_sink> telemetry)
     server.set_exception_handler(
         [telemetry](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
             const std::string correlation_id = new_key();
-            const std::string message = "correlation_id=" + correlation_id + ": " + describe(ep);
+            const std::string message = "correlation_id=" + correlation_id + ": " + idem::detail::what_of(ep);
             telemetry->on_log({log_level::error,
                                "idem.http.exception",
                                {},

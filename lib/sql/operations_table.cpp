@@ -32,13 +32,13 @@ operation_phase phase_of(int state, bool compensating) {
 // operation_state they make.
 struct operation_row {
     std::string record_id, name_space, input, result, last_error;
-    long long fence = 0, point = 0, from = 0, completions = 0, expires = 0, updated = 0, now = 0;
+    long long fence = 0, point = 0, from = 0, completions = 0, failures = 0, expires = 0, updated = 0, now = 0;
     int stored = 0;
     soci::indicator from_null = soci::i_ok, input_null = soci::i_ok, result_null = soci::i_ok, error_null = soci::i_ok;
 
     static std::string columns(soci::session& sql) {
-        return "record_id, namespace, state, fence, recovery_point, compensate_from, completions, expires_at, "
-               "updated_at, " +
+        return "record_id, namespace, state, fence, recovery_point, compensate_from, completions, failures, "
+               "expires_at, updated_at, " +
                std::string(dialect_of(sql).clock_ms()) + ", input, result, last_error";
     }
 
@@ -50,6 +50,7 @@ struct operation_row {
         st.exchange(soci::into(point));
         st.exchange(soci::into(from, from_null));
         st.exchange(soci::into(completions));
+        st.exchange(soci::into(failures));
         st.exchange(soci::into(expires));
         st.exchange(soci::into(updated));
         st.exchange(soci::into(now));
@@ -66,6 +67,7 @@ struct operation_row {
         s.fence = fence;
         s.recovery_point = static_cast<std::size_t>(point);
         s.completions = static_cast<int>(completions);
+        s.failures = static_cast<int>(failures);
         if (from_null == soci::i_ok) s.compensate_from = static_cast<std::size_t>(from);
         s.expires_at = at_ms(expires);
         s.updated_at = at_ms(updated);
@@ -185,10 +187,12 @@ std::vector<due_row> due(soci::session& sql, std::span<const std::string> namesp
     soci::statement st(sql);
     st.exchange(soci::into(row.record_id));
     st.exchange(soci::into(row.name_space));
+    st.exchange(soci::into(row.failures));
     for (std::size_t i = 0; i < namespaces.size(); ++i) st.exchange(soci::use(namespaces[i], "ns" + std::to_string(i)));
     st.exchange(soci::use(n, "n"));
-    prepare_statement(st, "SELECT record_id, namespace FROM idem_operations WHERE state = 0 AND expires_at <= " +
-                              clock(sql) + " AND namespace IN (" + in + ") ORDER BY expires_at LIMIT :n");
+    prepare_statement(st,
+                      "SELECT record_id, namespace, failures FROM idem_operations WHERE state = 0 AND expires_at <= " +
+                          clock(sql) + " AND namespace IN (" + in + ") ORDER BY expires_at LIMIT :n");
     st.execute();
     std::vector<due_row> rows;
     while (st.fetch()) rows.push_back(row);
@@ -222,12 +226,38 @@ std::size_t count_expired(soci::session& sql, std::int64_t older_than_ms) {
     return static_cast<std::size_t>(n);
 }
 
-bool release(soci::session& sql, const std::string& record_id, bool compensate) {
+void put_off(soci::session& sql, const std::string& record_id, std::optional<std::int64_t> fence, std::int64_t wait_ms,
+             std::string_view what, bool failed) {
+    // The column is text: what an exception says, cut to 1 KiB of printable ASCII.
+    std::string kept(what.substr(0, 1024));
+    for (char& c : kept)
+        if (c < ' ' || c > '~') c = '?';
+    const long long wait = wait_ms, added = failed ? 1 : 0, run = fence.value_or(0);
+    const std::string now = clock(sql);
+    soci::statement st(sql);
+    st.exchange(soci::use(wait, "wait"));
+    st.exchange(soci::use(kept, "e"));
+    st.exchange(soci::use(added, "added"));
+    st.exchange(soci::use(record_id, "id"));
+    if (fence) st.exchange(soci::use(run, "fence"));
+    // Its run's fence, or a lease that ended: never a run's that took it over meanwhile.
+    prepare_statement(st, "UPDATE idem_operations SET expires_at = " + now +
+                              " + :wait, last_error = :e, failures = failures + :added, updated_at = " + now +
+                              " WHERE record_id = :id AND state = 0 AND " +
+                              (fence ? "fence = :fence" : "expires_at <= " + now));
+    st.execute(true);
+}
+
+release_outcome release(soci::session& sql, const std::string& record_id, bool compensate) {
     // Locked first, so the position below counts every step stored before.
     long long fence = 0;
-    sql << "SELECT fence FROM idem_operations WHERE record_id = :id AND state = 0" + row_lock(sql), soci::into(fence),
-        soci::use(record_id);
-    if (!sql.got_data()) return false;
+    int compensates = 0;
+    soci::indicator known = soci::i_ok;
+    sql << "SELECT fence, compensates FROM idem_operations WHERE record_id = :id AND state = 0" + row_lock(sql),
+        soci::into(fence), soci::into(compensates, known), soci::use(record_id);
+    if (!sql.got_data()) return release_outcome::not_found;
+    // One begun before the column says nothing: its completer drops the mark if it has no compensation.
+    if (compensate && known == soci::i_ok && compensates == 0) return release_outcome::no_compensation;
     const std::string now = clock(sql);
     const std::string mark = compensate
                                  ? ", compensate_from = COALESCE(compensate_from, (SELECT COALESCE(MAX(step_index) "
@@ -239,7 +269,7 @@ bool release(soci::session& sql, const std::string& record_id, bool compensate) 
                                  ? unnamed_statement(sql, text, soci::use(record_id, "id2"), soci::use(record_id, "id"))
                                  : unnamed_statement(sql, text, soci::use(record_id, "id"));
     update.execute(true);
-    return update.get_affected_rows() == 1;
+    return update.get_affected_rows() == 1 ? release_outcome::released : release_outcome::not_found;
 }
 
 }  // namespace idem::detail::operations_table

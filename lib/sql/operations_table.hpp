@@ -59,6 +59,7 @@ struct backlog {
 struct due_row {
     std::string record_id;
     std::string name_space;
+    int failures = 0;  // the completer's failed runs of it so far
 };
 // Unfinished operations of these namespaces whose lease ended, the longest ended first.
 [[nodiscard]] IDEM_API std::vector<due_row> due(soci::session& sql, std::span<const std::string> namespaces,
@@ -71,11 +72,23 @@ struct due_row {
 // How many a purge would delete (a plain read).
 [[nodiscard]] IDEM_API std::size_t count_expired(soci::session& sql, std::int64_t older_than_ms);
 
+// Puts an unfinished operation off: its lease ends `wait_ms` from now, `what`
+// is kept as its last error (cut to 1 KiB of printable ASCII), and, when
+// `failed`, it counts as one more failed run of the completer (compensate_after).
+// With `fence`, only while the operation still carries that fencing token (the
+// run's own); without, only while no run holds it (its lease ended).
+IDEM_API void put_off(soci::session& sql, const std::string& record_id, std::optional<std::int64_t> fence,
+                      std::int64_t wait_ms, std::string_view what, bool failed);
+
 // An operator's hand on one unfinished operation: its lease ends now and its
 // fencing token moves on, so the run holding it (if any) can write no step
 // more and the next completer pass or retry takes it over. With `compensate`
 // it is also marked to compensate: its next run (the completer's) undoes it.
-// False when there is no unfinished operation with that id (nothing changed).
-[[nodiscard]] IDEM_API bool release(soci::session& sql, const std::string& record_id, bool compensate);
+enum class release_outcome {
+    released,
+    not_found,        // no unfinished operation with that id: nothing changed
+    no_compensation,  // to compensate, and it began with no compensation registered: nothing changed
+};
+[[nodiscard]] IDEM_API release_outcome release(soci::session& sql, const std::string& record_id, bool compensate);
 
 }  // namespace idem::detail::operations_table

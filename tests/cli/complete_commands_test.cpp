@@ -172,6 +172,28 @@ TEST_CASE("idem complete --expire and --compensate hand a held operation to the 
     CHECK(r.exit_code == 3);
     CHECK(contains(r.err, "no unfinished operation"));
     CHECK(w.idem(with({"complete", "--db", w.db, "--expire", "--compensate"}, named("o2"))).exit_code == 2);
+
+    // Begun with no compensation registered (database::steps): --compensate
+    // refuses with exit 6 and changes nothing; --expire hands it over.
+    CHECK_THROWS_AS((void)s.db.steps(op_key("plain"), "fp",
+                                     [](idem::steps& op) {
+                                         op.step("a", [](idem::unit_of_work&) { return std::string("a"); });
+                                         throw provider_timeout();
+                                         return std::string();
+                                     }),
+                    provider_timeout);
+    const auto before = idem::inspect_operation(s.db, op_key("plain"));
+    REQUIRE(before.has_value());
+    r = w.idem(with({"complete", "--db", w.db, "--compensate"}, named("plain")));
+    CHECK(r.exit_code == 6);
+    CHECK(contains(r.err, "began with no compensation registered"));
+    const auto after = idem::inspect_operation(s.db, op_key("plain"));
+    REQUIRE(after.has_value());
+    CHECK_FALSE(after->compensate_from.has_value());
+    CHECK(after->fence == before->fence);
+    CHECK(after->expires_at == before->expires_at);
+    CHECK(w.idem(with({"complete", "--db", w.db, "--expire"}, named("plain"))).exit_code == 0);
+    CHECK(idem::inspect_operation(s.db, op_key("plain"))->fence == before->fence + 1);
 }
 
 TEST_CASE("idem purge deletes finished operations past their retention, with their steps; never unfinished ones") {
@@ -181,15 +203,26 @@ TEST_CASE("idem purge deletes finished operations past their retention, with the
         REQUIRE(s.run("old-" + std::to_string(i), {.lease = 50ms, .retention = 100ms}).status() ==
                 idem::execution_status::executed);
     REQUIRE(s.run("kept").status() == idem::execution_status::executed);
+    // And five records of db.once, expired too.
+    for (int i = 0; i < 5; ++i)
+        REQUIRE(s.db.once(op_key("record-" + std::to_string(i)), "fp", [](idem::unit_of_work&) { return 1; },
+                          {.lease = 50ms, .retention = 100ms})
+                    .status() == idem::execution_status::executed);
     s.down = true;
     CHECK_THROWS_AS((void)s.run("unfinished", {.lease = 50ms}), provider_timeout);
     std::this_thread::sleep_for(200ms);
     auto r = w.idem({"purge", "--db", w.db, "--dry-run"});
     CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "would purge 5 rows expired"));
     CHECK(contains(r.out, "would purge 30 expired operations"));
+    // --max-rows bounds the records and the operations together.
+    r = w.idem({"purge", "--db", w.db, "--batch", "7", "--max-rows", "12"});
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "purged 5 rows expired"));
+    CHECK(contains(r.out, "purged 7 expired operations in 1 batch"));
     r = w.idem({"purge", "--db", w.db, "--batch", "7"});
     CHECK(r.exit_code == 0);
-    CHECK(contains(r.out, "purged 30 expired operations in 5 batches"));
+    CHECK(contains(r.out, "purged 23 expired operations in 4 batches"));
     CHECK_FALSE(idem::inspect_operation(s.db, op_key("old-0")).has_value());
     CHECK(idem::inspect_operation(s.db, op_key("kept")).has_value());
     CHECK(idem::inspect_operation(s.db, op_key("unfinished"))->steps.size() == 2);

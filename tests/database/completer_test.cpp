@@ -19,6 +19,7 @@
 #include "child_process.hpp"
 #include "idem/completer.hpp"
 #include "idem/database.hpp"
+#include "recording_sink.hpp"
 #include "steps_bank.hpp"
 
 namespace {
@@ -81,6 +82,18 @@ TEST_CASE(
         idem::database db = open_payments(*where);
         const auto payment = bank::payment(db);
         idem::completer completer(db, {payment}, quick());
+        // A request that died holding a live lease (ten minutes): the completer leaves it alone.
+        {
+            spawn_options run;
+            run.argv = {IDEM_STEPS_WORKER, "operation", where->url(), "live", "600000", "hold"};
+            run.pipe_stdout = true;
+            child_process worker(run);
+            REQUIRE(worker.read_line(30s) == "at hold");
+            worker.signal(SIGKILL);
+            CHECK(stopped_cleanly(worker.reap()));
+            CHECK(completer.run_once() == 0);
+            CHECK(state_of(db, "live").completions == 0);
+        }
         long long paid = 0;
         for (const std::string point : {"hold", "charge", "charged"}) {
             CAPTURE(point);
@@ -99,10 +112,8 @@ TEST_CASE(
             CHECK(left.recovery_point == (point == "charged" ? 2u : 1u));
             CHECK(left.steps.size() == (point == "hold" ? 1u : 2u));
             if (point == "charge") CHECK_FALSE(left.steps[1].answered);
-            // Its lease is live: the completer leaves it alone.
-            CHECK(completer.run_once() == 0);
-            std::this_thread::sleep_for(700ms);
-            CHECK(completer.run_once() == 1);
+            // Once its lease (600 ms) ended, the completer takes it over.
+            CHECK(eventually([&] { return completer.run_once() == 1; }));
             paid += 25;
             const idem::operation_state done = state_of(db, op);
             CHECK(done.phase == operation_phase::completed);
@@ -111,7 +122,7 @@ TEST_CASE(
             CHECK(done.recovery_point == 3);
             CHECK(ran(db, op, "hold") == 1);
             CHECK(ran(db, op, "settle") == 1);
-            CHECK(balance(db, "alice") == 1000000 - paid);
+            CHECK(balance(db, "alice") == 1000000 - 25 - paid);  // and the live one's hold
             CHECK(balance(db, "bob") == paid);
             // The client's retry gets the completer's result.
             auto retry = bank::pay_with(payment, db, op, 25);
@@ -175,6 +186,139 @@ TEST_CASE("completer: after compensate_after failed runs it runs the compensatio
     }
 }
 
+TEST_CASE("completer: runs that died (SIGKILL) are no failed runs; compensate_after counts the runs that failed") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_payments(*where);
+        std::atomic<bool> down{true};
+        const auto payment = bank::payment(db, outage(down), 1);
+        CHECK_THROWS_AS((void)bank::pay_with(payment, db, "d", 30), provider_down);  // the request's: not counted
+        down = false;
+        // Two completers (compensate_after 1) take it over and are SIGKILLed inside the call.
+        for (int killed = 1; killed <= 2; ++killed) {
+            CAPTURE(killed);
+            spawn_options run;
+            run.argv = {IDEM_STEPS_WORKER, "complete", where->url(), "200", "charge"};
+            run.pipe_stdout = true;
+            child_process worker(run);
+            REQUIRE(worker.read_line(60s) == "at charge");
+            worker.signal(SIGKILL);
+            CHECK(stopped_cleanly(worker.reap()));
+            const idem::operation_state s = state_of(db, "d");
+            CHECK(s.completions == killed);
+            CHECK(s.failures == 0);
+        }
+        // The third run completes it: nothing failed, so nothing is undone.
+        idem::completer completer(db, {payment}, quick());
+        CHECK(eventually([&] { return completer.run_once() == 1; }));
+        const idem::operation_state done = state_of(db, "d");
+        CHECK(done.phase == operation_phase::completed);
+        CHECK(done.completions == 3);
+        CHECK(done.failures == 0);
+        CHECK_FALSE(done.compensate_from.has_value());
+        CHECK(ran(db, "d", "settle") == 1);
+        CHECK(ran(db, "d", "release") == 0);
+        // The killed runs' calls had the same call key: one charge.
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM provider_charges") == 1);
+        CHECK(balance(db, "bob") == 30);
+    }
+}
+
+TEST_CASE(
+    "completer: a row it cannot take over, or a run that throws no std::exception, fails alone; the pass goes on") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_payments(*where);
+        std::atomic<int> odd_throws{0};
+        std::atomic<bool> down{false};
+        const auto payment = bank::payment(db, [&](const std::string& point) {
+            if (point != "charging") return;
+            if (odd_throws > 0) {
+                --odd_throws;
+                throw 42;  // what no std::exception is
+            }
+            if (down) throw provider_down();
+        });
+        auto sink = std::make_shared<recording_sink>();
+        idem::completer completer(db, {payment}, quick({.telemetry = sink}));
+
+        SUBCASE("its stored input is not the hex idem writes") {
+            down = true;
+            for (const std::string op : {"poison", "a", "b"})
+                CHECK_THROWS_AS((void)bank::pay_with(payment, db, op, 5), provider_down);
+            down = false;
+            const std::string poison = state_of(db, "poison").record_id;
+            db.transact([&](idem::unit_of_work& uow) {
+                uow.sql() << "UPDATE idem_operations SET input = 'not hex' WHERE record_id = :id", soci::use(poison);
+            });
+            std::size_t found = 0;
+            CHECK_NOTHROW(found = completer.run_once());
+            CHECK(found == 3);
+            CHECK(state_of(db, "a").phase == operation_phase::completed);
+            CHECK(state_of(db, "b").phase == operation_phase::completed);
+            const idem::operation_state left = state_of(db, "poison");
+            CHECK(left.phase == operation_phase::running);
+            CHECK(left.failures == 1);
+            CHECK(left.completions == 0);  // its takeover rolled back
+            CHECK(left.last_error.find("not the hex idem writes") != std::string::npos);
+            CHECK(sink->logged("idem.completer.takeover_failed"));
+            CHECK(completer.metrics().failed == 1);
+            CHECK(completer.metrics().completed == 2);
+        }
+        SUBCASE("its run throws an int") {
+            odd_throws = 3;  // the requests' two runs and the completer's first
+            CHECK_THROWS_AS((void)bank::pay_with(payment, db, "odd", 5), int);
+            CHECK_THROWS_AS((void)bank::pay_with(payment, db, "even", 5), int);
+            std::size_t found = 0;
+            CHECK_NOTHROW(found = completer.run_once());
+            CHECK(found == 2);
+            const idem::operation_state odd = state_of(db, "odd");
+            CHECK(odd.phase == operation_phase::running);
+            CHECK(odd.failures == 1);
+            CHECK(odd.last_error == "an exception that is no std::exception");
+            CHECK(state_of(db, "even").phase == operation_phase::completed);
+            CHECK(sink->logged("idem.completer.run_failed"));
+        }
+        // Its threads go on past them too: one abandoned later is completed.
+        down = true;
+        CHECK_THROWS_AS((void)bank::pay_with(payment, db, "later", 5), provider_down);
+        down = false;
+        completer.start();
+        CHECK(eventually([&] { return state_of(db, "later").phase == operation_phase::completed; }));
+        completer.stop();
+    }
+}
+
+TEST_CASE("completer: marked to compensate where no compensation is registered: the mark goes, and it runs forward") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_payments(*where);
+        std::atomic<bool> down{true};
+        const idem::operation<std::string> forward_only{"bank.payment", [&](idem::steps& s) {
+                                                            const bank::payment_input p =
+                                                                bank::parse_payment(s.input());
+                                                            return bank::pay_steps(db, s, p.op, p.amount, outage(down));
+                                                        }};
+        auto sink = std::make_shared<recording_sink>();
+        idem::completer completer(db, {forward_only}, quick({.telemetry = sink}));
+        CHECK_THROWS_AS((void)bank::pay_with(forward_only, db, "m", 10), provider_down);
+        down = false;
+        // A row begun before idem kept whether it compensates, marked by an
+        // operator (idem complete --compensate refuses one that says it does not).
+        const std::string id = state_of(db, "m").record_id;
+        db.transact([&](idem::unit_of_work& uow) {
+            uow.sql() << "UPDATE idem_operations SET compensates = NULL, compensate_from = 2 WHERE record_id = :id",
+                soci::use(id);
+        });
+        CHECK(completer.run_once() == 1);
+        const idem::operation_state done = state_of(db, "m");
+        CHECK(done.phase == operation_phase::completed);
+        CHECK_FALSE(done.compensate_from.has_value());
+        CHECK(ran(db, "m", "settle") == 1);
+        CHECK(sink->logged("idem.completer.no_compensation"));
+    }
+}
+
 TEST_CASE("completer: while it compensates, a request with the key gets in_flight, never the operation's own steps") {
     for (const auto& where : places()) {
         CAPTURE(where->url());
@@ -214,7 +358,7 @@ TEST_CASE("completer: a late original cannot write a step after the completer to
         CAPTURE(where->url());
         idem::database db = open_payments(*where);
         idem::completer_options options = quick();
-        options.execution.lease = 10s;
+        options.execution.lease = 10min;
         std::atomic<int> charges{0};
         std::promise<void> completer_calling, original_failed;
         std::shared_future<void> completer_is_calling = completer_calling.get_future().share();
@@ -227,22 +371,24 @@ TEST_CASE("completer: a late original cannot write a step after the completer to
                 const bank::payment_input p = bank::parse_payment(s.input());
                 return bank::pay_steps(db, s, p.op, p.amount, [&](const std::string& point) {
                     if (point != "charge") return;
-                    if (charges++ == 0) {                    // the request's
-                        std::this_thread::sleep_for(500ms);  // the provider is slow; the lease ends
+                    if (charges++ == 0) {  // the request's: the provider is slow, and the lease ends
+                        REQUIRE(eventually([&] { return state_of(db, "late").expired(); }));
                         taken = std::async(std::launch::async, [&] {
                             idem::completer completer(db, {payment}, options);
                             return completer.run_once();
                         });
-                        completer_is_calling.wait();
+                        REQUIRE(completer_is_calling.wait_for(5min) == std::future_status::ready);
                     } else {  // the completer's: it goes on once the request's run failed
                         completer_calling.set_value();
-                        original_has_failed.wait();
+                        if (original_has_failed.wait_for(5min) != std::future_status::ready)
+                            throw std::runtime_error("the request's run never failed");
                     }
                 });
             }};
         CHECK_THROWS_AS((void)bank::pay_with(payment, db, "late", 25, {.lease = 300ms}), idem::lease_lost);
         original_failed.set_value();
         REQUIRE(taken.valid());
+        REQUIRE(taken.wait_for(5min) == std::future_status::ready);
         CHECK(taken.get() == 1);
         const idem::operation_state done = state_of(db, "late");
         CHECK(done.phase == operation_phase::completed);

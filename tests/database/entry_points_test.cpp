@@ -487,6 +487,37 @@ TEST_CASE("HTTP in steps: the final response, 202 with the state while it is unf
     });
 }
 
+TEST_CASE("HTTP in steps: each answer is counted (idem_decisions_total) as the other entry points count theirs") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        auto sink = std::make_shared<recording_sink>();
+        idem::database db = open_bank(*where, {.telemetry = sink});
+        http::idempotency_layer layer(db.executor(), client_scoped());
+        transfer_operation transfer(layer);
+        const keyed_request req{.key_header = "counted"};
+        transfer.provider_down = true;
+        CHECK(layer.handle(db, req.view(), *transfer.op).status == 202);  // it ran, and stopped
+        transfer.provider_down = false;
+        CHECK(layer.handle(db, req.view(), *transfer.op).status == 201);
+        CHECK(layer.handle(db, req.view(), *transfer.op).status == 201);  // the replay
+        keyed_request other = req;
+        other.body = R"({"amount":11})";
+        CHECK(layer.handle(db, other.view(), *transfer.op).status == 422);
+        CHECK(layer.handle(db, keyed_request{.key_header = ""}.view(), *transfer.op).status == 400);
+        CHECK(layer.handle(db, keyed_request{.key_header = "\"two\", \"keys\""}.view(), *transfer.op).status == 400);
+        CHECK(layer.handle(db, keyed_request{.key_header = "who", .caller = {}}.view(), *transfer.op).status == 400);
+        using idem::mode;
+        using idem::outcome;
+        CHECK(sink->count(outcome::executed, mode::enforce) == 2);
+        CHECK(sink->count(outcome::replay, mode::enforce) == 1);
+        CHECK(sink->count(outcome::key_reused, mode::enforce) == 1);
+        CHECK(sink->count(outcome::key_missing, mode::enforce) == 1);
+        CHECK(sink->count(outcome::key_invalid, mode::enforce) == 1);
+        CHECK(sink->count(outcome::unscoped, mode::enforce) == 1);
+        CHECK(sink->logged("idem.http.unscoped"));
+    }
+}
+
 #ifdef IDEM_TEST_POSTGRESQL
 
 TEST_CASE("HTTP in steps (PostgreSQL): a database that is down answers 503 before the operation begins") {

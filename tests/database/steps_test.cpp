@@ -524,6 +524,40 @@ TEST_CASE("steps (PostgreSQL): a step whose COMMIT went unanswered is read back 
     }
 }
 
+TEST_CASE("steps (PostgreSQL): an operation deleted between the start's INSERT and its read begins anew") {
+    for (const auto& where : places()) {
+        if (!where->postgresql()) continue;
+        idem::database db = open_payments(*where);
+        REQUIRE(bank::pay(db, "gone", 25).status() == execution_status::executed);
+        const std::string id = idem::inspect_operation(db, bank::key_of("gone"))->record_id;
+        // An operator's session holds the operation's row, so the rerun's INSERT
+        // meets it and its read waits; then the row is deleted (a purge would).
+        soci::session holder, watcher;
+        idem::open_postgresql_session(holder, where->url());
+        idem::open_postgresql_session(watcher, where->url());
+        holder.begin();
+        holder << "SELECT 1 FROM idem_operations WHERE record_id = :id FOR UPDATE", soci::use(id);
+        auto rerun = std::async(std::launch::async, [&] { return bank::pay(db, "gone", 25); });
+        int waiting = 0;
+        for (int i = 0; i < 6000 && waiting == 0; ++i) {
+            watcher << "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE "
+                       "'SELECT namespace, fingerprint%'",
+                soci::into(waiting);
+            if (waiting == 0) std::this_thread::sleep_for(10ms);
+        }
+        REQUIRE(waiting == 1);
+        holder << "DELETE FROM idem_steps WHERE record_id = :id", soci::use(id);
+        holder << "DELETE FROM idem_operations WHERE record_id = :id", soci::use(id);
+        holder.commit();
+        // Not key_reused (the read found nothing): the start ran again and began a new operation.
+        REQUIRE(rerun.wait_for(5min) == std::future_status::ready);
+        auto e = rerun.get();
+        CHECK(e.status() == execution_status::executed);
+        CHECK(ran(db, "gone", "hold") == 2);
+        CHECK(ran(db, "gone", "settle") == 2);
+    }
+}
+
 TEST_CASE("steps (PostgreSQL): a database that is down is store_error, for a run and for the completer") {
     idem::test::postgres_server server;
     idem::database db = open_payments(connection_place(server.conninfo()), {.attempts = 1});

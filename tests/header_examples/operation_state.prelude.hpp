@@ -1,8 +1,8 @@
 // Names the example in include/idem/operation_state.hpp uses and does not declare (tests/header_examples.py).
 #pragma once
 
-#include "idem/completer.hpp"
 #include "idem/database.hpp"
+#include "idem/operations.hpp"
 
 extern idem::database& db;
 extern const idem::record_key key;

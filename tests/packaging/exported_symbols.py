@@ -23,10 +23,11 @@ ALLOWED = [
     # The SQL plumbing the SQLite and PostgreSQL store libraries are built on,
     # exported by idem_sql for them (lib/sql/*.hpp, not installed): SOCI error
     # translation, migrations, the transactions open on a thread, the registry
-    # of dialects each store library adds its own to, and the owners of the
-    # runner's per-connection cache.
+    # of dialects each store library adds its own to, the owners of the
+    # runner's per-connection cache, and the preparing of statements sent
+    # unnamed (idem_database's steps and operations).
     (r"^idem::detail::(rethrow_soci_as_store_error|register_dialect|dialect_of"
-     r"|apply_migrations|open_transactions|new_connection_cache_owner)$", {"libidem_sql"}),
+     r"|apply_migrations|open_transactions|new_connection_cache_owner|prepare_statement)$", {"libidem_sql"}),
     # The interfaces between the runner (idem_sql) and the store libraries: a
     # dialect and its control connection (each store library implements one),
     # the transaction's internals the stores reach through

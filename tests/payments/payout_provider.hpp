@@ -5,12 +5,13 @@
 // It keeps every payout it applies in a table with no key on the idempotency
 // key, so one applied twice would show twice; answers 422 (final) for a
 // destination "declined-...", 503 (not stored: called again) for
-// "unreachable-..."; and cancels by the payout's key: reversed when applied,
-// refused when it arrives later.
+// "unreachable-..."; and cancels by the payout's key: a payout it applied
+// stands (409 with its id: money that moved is not taken back), one that
+// arrives later is declined.
 //
 //   payout_provider provider;
 //   payments_service svc({.extra = {"--provider", provider.url()}});
-//   CHECK(provider.count("SELECT COUNT(*) FROM applied WHERE reversed = 0") == 1);
+//   CHECK(provider.count("SELECT COUNT(*) FROM applied") == 1);
 #pragma once
 
 #include <soci/soci.h>
@@ -34,7 +35,7 @@ public:
         db_.migrate();
         db_.transact([](unit_of_work& uow) {
             uow.sql() << "CREATE TABLE applied (idempotency_key TEXT NOT NULL, payout TEXT NOT NULL, amount INTEGER "
-                         "NOT NULL, reversed INTEGER NOT NULL DEFAULT 0)";
+                         "NOT NULL)";
             uow.sql() << "CREATE TABLE cancelled (idempotency_key TEXT PRIMARY KEY)";
         });
         auto counted = [this](http::httplib_unit_handler handler) {
@@ -93,8 +94,10 @@ private:
 
     static void cancel(unit_of_work& uow, const httplib::Request& req, httplib::Response& res) {
         const std::string key = nlohmann::json::parse(req.body).at("key");
+        std::string payout;
+        uow.sql() << "SELECT payout FROM applied WHERE idempotency_key = :k", soci::use(key), soci::into(payout);
+        if (uow.sql().got_data()) return answer(res, 409, {{"status", "paid"}, {"id", "pr_" + payout}});
         uow.sql() << "INSERT INTO cancelled (idempotency_key) VALUES (:k) ON CONFLICT DO NOTHING", soci::use(key);
-        uow.sql() << "UPDATE applied SET reversed = 1 WHERE idempotency_key = :k", soci::use(key);
         answer(res, 200, {{"status", "cancelled"}});
     }
 

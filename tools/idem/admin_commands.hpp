@@ -14,6 +14,9 @@ inline constexpr int exit_in_flight = 4;
 // Exit code of `complete` when an operation in steps waited longer than
 // --stuck-after for a completer (no service's completer finishes it).
 inline constexpr int exit_stuck = 5;
+// Exit code of `complete --compensate` for an operation that began with no
+// compensation registered: nothing was changed.
+inline constexpr int exit_no_compensation = 6;
 
 void add_migrate_command(CLI::App& app);
 void add_purge_command(CLI::App& app);
@@ -21,7 +24,8 @@ void add_purge_command(CLI::App& app);
 void add_inspect_command(CLI::App& app, int& exit_code);
 // `exit_code` receives exit_not_found or exit_in_flight when nothing was deleted.
 void add_forget_command(CLI::App& app, int& exit_code);
-// `exit_code` receives exit_stuck, or exit_not_found for an operation that is not unfinished.
+// `exit_code` receives exit_stuck, exit_not_found for an operation that is not unfinished, or
+// exit_no_compensation.
 void add_complete_command(CLI::App& app, int& exit_code);
 
 }  // namespace idem::cli

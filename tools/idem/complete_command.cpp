@@ -17,7 +17,6 @@
 #include "admin_commands.hpp"
 #include "database_arg.hpp"
 #include "duration_arg.hpp"
-#include "idem/transaction_runner.hpp"
 #include "internal/saturating_time.hpp"
 #include "operation_report.hpp"
 #include "record_key_flags.hpp"
@@ -92,20 +91,25 @@ int hand_over(const complete_args& args) {
     const digest d = named_record(args.key_hash, args.key);
     const std::string id = operation_id(d);
     const database_url db = parse_database_url(args.url);
-    const bool released = on_database(db, [&] {
+    using detail::operations_table::release_outcome;
+    const release_outcome outcome = on_database(db, [&] {
         const opened_store store = open_store(db, open_mode::existing);
-        return on_operations(store,
-                             [&](soci::session& sql) {
-                                 transaction_runner runner(sql, {.isolation = isolation_level::read_committed});
-                                 return runner.run([&](unit_of_work& uow) {
-                                     return detail::operations_table::release(uow.sql(), id, args.compensate);
-                                 });
-                             })
-            .value_or(false);
+        return on_operations(
+                   store,
+                   [&](soci::session& sql) { return detail::operations_table::release(sql, id, args.compensate); })
+            .value_or(release_outcome::not_found);
     });
-    if (!released) {
+    if (outcome == release_outcome::not_found) {
         std::cerr << "idem: no unfinished operation with " << names_of(d) << "\n";
         return exit_not_found;
+    }
+    if (outcome == release_outcome::no_compensation) {
+        std::cerr << fmt::format(
+            "idem: the operation with {} began with no compensation registered (database::steps, or an "
+            "idem::operation without one): it cannot be undone, and nothing was changed; --expire hands it to the "
+            "completer to run forward\n",
+            names_of(d));
+        return exit_no_compensation;
     }
     std::cout << fmt::format(
         "{} operation {} (SQL key_hash {}): its lease ended and its fence moved on, so the run holding it can write no "

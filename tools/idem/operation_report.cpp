@@ -46,6 +46,7 @@ void print_operation(std::ostream& out, const operation_state& s) {
     line("recovery point", std::to_string(s.recovery_point));
     line("fence", std::to_string(s.fence));
     line("completer runs", std::to_string(s.completions));
+    line("failed runs", std::to_string(s.failures));  // what compensate_after counts
     if (s.compensate_from) line("compensates at", fmt::format("step {}", *s.compensate_from));
     line("updated", utc(s.updated_at));
     line(s.finished() ? "retained until" : "lease until", utc(s.expires_at));

@@ -13,6 +13,7 @@
 
 #include "idem/operation_state.hpp"
 #include "idem/store_registry.hpp"
+#include "idem/transaction_runner.hpp"
 #include "record_report.hpp"
 #include "sql/operations_table.hpp"
 #include "sql/soci_errors.hpp"
@@ -22,17 +23,24 @@ namespace idem::cli {
 // The record id (32 hex characters) of the operation a digest names.
 [[nodiscard]] std::string operation_id(const digest& d);
 
-// Runs work(session) on a session of `store` when its schema has the
-// operations' tables (the completer's migration), a driver's error as
-// store_error; nothing when it has not.
+// Runs work(session) in one transaction on a session of `store` (as the
+// library does: behind a pooler in transaction mode a statement outside one
+// may run on another server connection, and an operation and its steps are
+// read as of one moment) when its schema has the operations' tables (the
+// completer's migration), a driver's error as store_error; nothing when it
+// has not.
 template <class Work>
 auto on_operations(const opened_store& store, Work&& work)
     -> std::optional<decltype(work(std::declval<soci::session&>()))> {
+    using result = std::optional<decltype(work(std::declval<soci::session&>()))>;
     soci::session session;
     store.open_session(session);
     try {
-        if (!detail::operations_table::exists(session)) return std::nullopt;
-        return work(session);
+        transaction_runner runner(session, {.isolation = isolation_level::read_committed});
+        return runner.run([&](unit_of_work& uow) -> result {
+            if (!detail::operations_table::exists(uow.sql())) return std::nullopt;
+            return work(uow.sql());
+        });
     } catch (const soci::soci_error&) {
         detail::rethrow_soci_as_store_error("reading operations", &session);
     }

@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -75,7 +77,7 @@ private:
     std::size_t width_ = 0;
 };
 
-void purge(store_admin& store, const purge_args& args, duration older_than) {
+std::size_t purge(store_admin& store, const purge_args& args, duration older_than) {
     const std::size_t batch = static_cast<std::size_t>(args.batch);
     const std::size_t bound =
         args.max_rows == 0 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(args.max_rows);
@@ -86,7 +88,7 @@ void purge(store_admin& store, const purge_args& args, duration older_than) {
         std::cout << fmt::format("would purge {} rows expired{}", std::min(expired, bound), age);
         if (expired > bound) std::cout << fmt::format(" (of {}; --max-rows)", expired);
         std::cout << '\n';
-        return;
+        return std::min(expired, bound);
     }
 
     std::optional<progress_line> progress;
@@ -106,77 +108,79 @@ void purge(store_admin& store, const purge_args& args, duration older_than) {
                              batches, batches == 1 ? "" : "es", elapsed,
                              elapsed > 0 ? static_cast<double>(deleted) / elapsed : 0.0,
                              r.stopped_at_max_rows ? "; stopped at --max-rows" : "");
+    return deleted;
 }
 
-// Delivered outbox messages leave through the same loop, after the records,
-// delivered at least --older-than ago; a line only when there are any.
-void purge_outbox(const opened_store& store, const purge_args& args, duration older_than) {
+// A table beside the records that a purge empties of what is done: its rows
+// (their children go with them) in the rows it purges and counts.
+struct purged_table {
+    std::string_view rows;  // "delivered outbox messages"
+    bool (*exists)(soci::session&);
+    std::function<std::size_t(soci::session&)> count;
+    std::function<std::size_t(unit_of_work&, std::size_t limit)> purge;
+};
+
+// Purges `table` through the library's loop, each batch (and a dry run's
+// count) its own transaction, at most `budget` rows (what --max-rows left);
+// a line only when there are any. Returns the rows it deleted.
+std::size_t purge_table(const opened_store& store, const purge_args& args, const purged_table& table,
+                        std::size_t budget) {
     soci::session session;
     store.open_session(session);
-    if (!detail::outbox_table::exists(session)) return;
-    const std::int64_t before =
-        detail::outbox_table::now_ms() - std::chrono::duration_cast<std::chrono::milliseconds>(older_than).count();
-    const std::size_t bound =
-        args.max_rows == 0 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(args.max_rows);
-    if (args.dry_run) {
-        const std::size_t delivered = detail::outbox_table::count_delivered(session, before);
-        if (delivered > 0)
-            std::cout << fmt::format("would purge {} delivered outbox messages\n", std::min(delivered, bound));
-        return;
-    }
     transaction_runner runner(session, {.isolation = isolation_level::read_committed});
-    const purge_result r = purge_batches(
-        [&](std::size_t limit, duration) {
-            return runner.run([&](unit_of_work& uow) { return detail::outbox_table::purge(uow, limit, before); });
-        },
-        {.batch = static_cast<std::size_t>(args.batch),
-         .max_rows = args.max_rows == 0 ? std::nullopt : std::optional(bound)});
-    if (r.deleted == 0) return;
+    if (budget == 0 || !runner.run([&](unit_of_work& uow) { return table.exists(uow.sql()); })) return 0;
+    if (args.dry_run) {
+        const std::size_t n = runner.run([&](unit_of_work& uow) { return table.count(uow.sql()); });
+        if (n > 0) std::cout << fmt::format("would purge {} {}\n", std::min(n, budget), table.rows);
+        return std::min(n, budget);
+    }
+    const purge_result r =
+        purge_batches([&](std::size_t limit,
+                          duration) { return runner.run([&](unit_of_work& uow) { return table.purge(uow, limit); }); },
+                      {.batch = static_cast<std::size_t>(args.batch),
+                       .max_rows = args.max_rows == 0 ? std::nullopt : std::optional(budget)});
+    if (r.deleted == 0) return 0;
     const double elapsed = std::chrono::duration<double>(r.elapsed).count();
-    std::cout << fmt::format("purged {} delivered outbox messages in {} batch{}, {:.2f}s ({:.0f} rows/s)\n", r.deleted,
-                             r.batches, r.batches == 1 ? "" : "es", elapsed,
+    std::cout << fmt::format("purged {} {} in {} batch{}, {:.2f}s ({:.0f} rows/s)\n", r.deleted, table.rows, r.batches,
+                             r.batches == 1 ? "" : "es", elapsed,
                              elapsed > 0 ? static_cast<double>(r.deleted) / elapsed : 0.0);
-}
-
-// Finished operations in steps past their retention leave through the same
-// loop, with their steps (never an unfinished one: that is the completer's); a
-// line only when there are any.
-void purge_operations(const opened_store& store, const purge_args& args, duration older_than) {
-    const auto older = std::chrono::duration_cast<std::chrono::milliseconds>(older_than).count();
-    const std::size_t bound =
-        args.max_rows == 0 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(args.max_rows);
-    (void)on_operations(store, [&](soci::session& session) {
-        namespace table = detail::operations_table;
-        if (args.dry_run) {
-            const std::size_t expired = table::count_expired(session, older);
-            if (expired > 0) std::cout << fmt::format("would purge {} expired operations\n", std::min(expired, bound));
-            return 0;
-        }
-        transaction_runner runner(session, {.isolation = isolation_level::read_committed});
-        const purge_result r = purge_batches(
-            [&](std::size_t limit, duration) {
-                return runner.run([&](unit_of_work& uow) { return table::purge(uow.sql(), limit, older); });
-            },
-            {.batch = static_cast<std::size_t>(args.batch),
-             .max_rows = args.max_rows == 0 ? std::nullopt : std::optional(bound)});
-        if (r.deleted == 0) return 0;
-        const double elapsed = std::chrono::duration<double>(r.elapsed).count();
-        std::cout << fmt::format("purged {} expired operations in {} batch{}, {:.2f}s ({:.0f} rows/s)\n", r.deleted,
-                                 r.batches, r.batches == 1 ? "" : "es", elapsed,
-                                 elapsed > 0 ? static_cast<double>(r.deleted) / elapsed : 0.0);
-        return 0;
-    });
+    return r.deleted;
 }
 
 void purge(const purge_args& args) {
     const duration older_than = parse_duration(args.older_than);
+    const auto older_ms = std::chrono::duration_cast<std::chrono::milliseconds>(older_than).count();
     const database_url db = parse_database_url(args.url);
     // A dry run opens the database read-only: it changes nothing, not even the journal mode.
     on_database(db, [&] {
         const opened_store store = open_store(db, args.dry_run ? open_mode::read_only : open_mode::existing);
-        purge(*store.admin, args, older_than);
-        purge_outbox(store, args, older_than);
-        purge_operations(store, args, older_than);
+        // --max-rows bounds the rows of all three together: records first, then
+        // delivered outbox messages, then finished operations in steps (one row
+        // each: an operation's steps go with it, never an unfinished one).
+        std::size_t budget =
+            args.max_rows == 0 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(args.max_rows);
+        budget -= std::min(budget, purge(*store.admin, args, older_than));
+        // Delivered at least --older-than ago.
+        const std::int64_t delivered_before = detail::outbox_table::now_ms() - older_ms;
+        budget -= std::min(
+            budget,
+            purge_table(
+                store, args,
+                {.rows = "delivered outbox messages",
+                 .exists = detail::outbox_table::exists,
+                 .count =
+                     [&](soci::session& sql) { return detail::outbox_table::count_delivered(sql, delivered_before); },
+                 .purge = [&](unit_of_work& uow,
+                              std::size_t limit) { return detail::outbox_table::purge(uow, limit, delivered_before); }},
+                budget));
+        namespace operations = detail::operations_table;
+        (void)purge_table(store, args,
+                          {.rows = "expired operations",
+                           .exists = operations::exists,
+                           .count = [&](soci::session& sql) { return operations::count_expired(sql, older_ms); },
+                           .purge = [&](unit_of_work& uow,
+                                        std::size_t limit) { return operations::purge(uow.sql(), limit, older_ms); }},
+                          budget);
     });
 }
 

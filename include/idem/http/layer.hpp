@@ -20,13 +20,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "idem/completer.hpp"
 #include "idem/database.hpp"
 #include "idem/executor.hpp"
 #include "idem/export.hpp"
 #include "idem/http/message.hpp"
 #include "idem/operation.hpp"
 #include "idem/operation_state.hpp"
+#include "idem/operations.hpp"
 
 namespace idem::http {
 
