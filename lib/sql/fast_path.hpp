@@ -13,6 +13,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
 
 #include "idem/export.hpp"
 #include "idem/transaction_runner.hpp"
@@ -31,6 +35,21 @@ public:
     virtual ~deferred_statement() = default;
 };
 
+// A statement of idem's own tables other than a store's (an outbox message's
+// INSERT) left to the COMMIT. Its text numbers its parameters $1, $2, ..., as
+// the connections that can finish a transaction (libpq's) do.
+struct IDEM_API deferred_sql final : deferred_statement {
+    using value = std::variant<std::monostate, std::string, std::int64_t>;  // NULL, bytes (or text), BIGINT
+
+    deferred_sql(const char* text, std::string_view operation, bool keep, std::vector<value> parameters)
+        : sql(text), what(operation), kept(keep), values(std::move(parameters)) {}
+
+    const char* sql;        // static text: the connection prepares it once, by its address
+    std::string_view what;  // names the operation in errors
+    bool kept;              // prepared on the connection (sql_transaction::keeps_statements), or sent unnamed
+    std::vector<value> values;
+};
+
 class IDEM_API fast_path {
 public:
     // The BEGIN this transaction still holds back, or null once it was sent. A
@@ -47,7 +66,9 @@ public:
     [[nodiscard]] virtual soci::session& store_session() = 0;
 
     // Whether a statement may wait for the COMMIT: a transaction of
-    // idem::database::once, outside any savepoint, holding no other yet.
+    // idem::database::once, outside any savepoint. Deferred statements go out
+    // in the order they were deferred, before anything else touches the
+    // transaction, or in one round trip with COMMIT.
     [[nodiscard]] virtual bool may_defer() const noexcept = 0;
     virtual void defer(std::unique_ptr<deferred_statement> statement) = 0;
 

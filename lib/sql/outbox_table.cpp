@@ -8,6 +8,8 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "idem/error.hpp"
 #include "idem/unit_of_work.hpp"
@@ -145,10 +147,40 @@ struct insert_statement {
     }
 };
 
+// The same INSERT sent with COMMIT, in libpq's numbering (see deferred_sql).
+constexpr const char* insert_at_commit_sql =
+    "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, available_at) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (id) DO NOTHING";
+
+// Beyond this many messages a transaction's INSERTs go out as it publishes
+// them: the pipeline that ends it reads no answer before it has sent them all.
+constexpr std::size_t max_messages_at_commit = 16;
+
 }  // namespace
 
 void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) {
     if (rows.empty()) return;
+    sql_transaction& tx = uow.internals();
+    // In db.once on PostgreSQL, the messages travel with the record's own
+    // statement and COMMIT: publishing costs no round trip of its own.
+    if (tx.may_defer() && rows.size() <= max_messages_at_commit) {
+        for (const new_row& row : rows) {
+            std::vector<deferred_sql::value> values;
+            values.reserve(6);
+            values.emplace_back(row.id);
+            values.emplace_back(row.message.topic);
+            if (row.message.ordering_key)
+                values.emplace_back(*row.message.ordering_key);
+            else
+                values.emplace_back(std::monostate{});
+            values.emplace_back(encode_headers(row.message.headers));
+            values.emplace_back(row.message.payload);
+            values.emplace_back(now);
+            tx.defer(std::make_unique<deferred_sql>(insert_at_commit_sql, "publishing a message", tx.keeps_statements(),
+                                                    std::move(values)));
+        }
+        return;
+    }
     static const std::uint64_t owner = new_connection_cache_owner();
     const bytes_codec bytes(uow);
     soci::session& sql = uow.sql();

@@ -36,7 +36,7 @@ private:
 
 }  // namespace
 
-void sql_connection::finish(deferred_statement&, bool) {
+void sql_connection::finish(std::span<const std::unique_ptr<deferred_statement>>, bool) {
     throw std::logic_error("idem: only PostgreSQL transactions defer statements");
 }
 

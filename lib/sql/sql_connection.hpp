@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -28,8 +29,8 @@ public:
 
     // The statement begin() sends.
     [[nodiscard]] virtual const std::string& begin_sql() const noexcept = 0;
-    // Sends `last`, then COMMIT when `then_commit`, in one round trip (PostgreSQL only).
-    virtual void finish(deferred_statement& last, bool then_commit);
+    // Sends `statements` in order, then COMMIT when `then_commit`, in one round trip (PostgreSQL only).
+    virtual void finish(std::span<const std::unique_ptr<deferred_statement>> statements, bool then_commit);
     [[nodiscard]] virtual bool can_finish() const noexcept { return false; }
     // The connection is gone: the server ends its open transaction by itself.
     [[nodiscard]] virtual bool broken() noexcept { return false; }

@@ -4,6 +4,7 @@
 #include <exception>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "idem/detail/unit_state.hpp"
@@ -175,9 +176,9 @@ public:
             return;
         }
         try {
-            if (deferred_) {
-                const std::unique_ptr<detail::deferred_statement> last = std::move(deferred_);
-                connection_->finish(*last, true);
+            if (!deferred_.empty()) {
+                const std::vector<std::unique_ptr<detail::deferred_statement>> last = std::exchange(deferred_, {});
+                connection_->finish(last, true);
             } else {
                 connection_->commit();
             }
@@ -200,7 +201,7 @@ public:
     // Rolls the whole transaction back; `cause` is the exception that led here,
     // if any, and `after_commit` says whether a COMMIT was sent before.
     void rollback(std::exception_ptr cause, bool after_commit = false) {
-        deferred_.reset();
+        deferred_.clear();
         if (stage_ == stage::begin_held) {
             close(stage::rolled_back);
             finish_unit(detail::unit_end::rolled_back, cause != nullptr);
@@ -236,22 +237,21 @@ public:
         run_deferred();
         return session_;
     }
-    [[nodiscard]] bool may_defer() const noexcept override {
-        return fast_ && stage_ == stage::active && depth_ == 0 && !deferred_;
-    }
+    [[nodiscard]] bool may_defer() const noexcept override { return fast_ && stage_ == stage::active && depth_ == 0; }
     void defer(std::unique_ptr<detail::deferred_statement> statement) override {
         if (!may_defer()) throw std::logic_error("idem: this transaction cannot defer a statement");
-        deferred_ = std::move(statement);
+        deferred_.push_back(std::move(statement));
     }
     [[nodiscard]] std::uint64_t serial() const noexcept override { return serial_; }
 
 protected:
     std::string begin_savepoint() override {
         require_usable();
-        flush();
         // What the unit of work holds back belongs before the savepoint, so that a
-        // rollback to it undoes only what came after.
+        // rollback to it undoes only what came after; it may defer statements,
+        // which go out before the SAVEPOINT too.
         if (unit_) unit_->flush(*this);
+        flush();
         std::string name = "idem_savepoint_" + std::to_string(depth_ + 1);
         connection_->execute("SAVEPOINT " + name, "SAVEPOINT");
         ++depth_;
@@ -302,9 +302,9 @@ private:
     }
 
     void run_deferred() {
-        if (!deferred_) return;
-        const std::unique_ptr<detail::deferred_statement> last = std::move(deferred_);
-        connection_->finish(*last, false);
+        if (deferred_.empty()) return;
+        const std::vector<std::unique_ptr<detail::deferred_statement>> held = std::exchange(deferred_, {});
+        connection_->finish(held, false);
     }
 
     // `ended`: committed, rolled_back or in_doubt.
@@ -313,7 +313,7 @@ private:
         stage_ = ended;
         depth_ = 0;
         fast_ = false;
-        deferred_.reset();
+        deferred_.clear();
         // An end in doubt runs no hook: neither after_commit nor after_rollback is known to be true.
         if (ended == stage::in_doubt) finish_unit(detail::unit_end::in_doubt, true);
     }
@@ -340,7 +340,7 @@ private:
     const detail::sql_dialect& dialect_;
     std::unique_ptr<detail::sql_connection> connection_;
     std::unordered_map<std::uint64_t, std::shared_ptr<void>> cache_;
-    std::unique_ptr<detail::deferred_statement> deferred_;
+    std::vector<std::unique_ptr<detail::deferred_statement>> deferred_;  // in the order deferred
     std::unique_ptr<detail::unit_state> unit_;  // created on first use, dropped when the transaction ends
     std::shared_ptr<telemetry_sink> telemetry_;
     bool keeps_statements_;

@@ -4,6 +4,14 @@
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/session.h>
 
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
 #include "postgresql_native.hpp"
 #include "sql/fast_path.hpp"
 #include "sql/soci_errors.hpp"
@@ -32,16 +40,32 @@ public:
 
     [[nodiscard]] const std::string& begin_sql() const noexcept override { return begin_sql_; }
 
-    void finish(deferred_statement& statement, bool then_commit) override {
-        // Only the PostgreSQL store defers statements, and only on its own dialect's connections.
-        auto& last = dynamic_cast<pg::deferred&>(statement);
+    void finish(std::span<const std::unique_ptr<deferred_statement>> statements, bool then_commit) override {
         pg::pipeline p(conn());
-        last.queue(p);
-        if (then_commit) last.queue_commit(p);
+        ++pipelines_;
+        std::vector<std::unique_ptr<pg::parameters>> values;  // what the queued statements point into
+        pg::deferred* store_statement = nullptr;
+        for (const std::unique_ptr<deferred_statement>& s : statements) {
+            if (auto* own = dynamic_cast<pg::deferred*>(s.get())) {
+                own->queue(p);
+                if (store_statement == nullptr) store_statement = own;
+            } else {
+                queue(p, dynamic_cast<const deferred_sql&>(*s),
+                      values.emplace_back(std::make_unique<pg::parameters>()));
+            }
+        }
+        // A store's statement knows how its store sends COMMIT (prepared, on this connection).
+        if (then_commit) {
+            if (store_statement != nullptr)
+                store_statement->queue_commit(p);
+            else
+                p.query("COMMIT", "COMMIT");
+        }
         try {
             p.run();
         } catch (const store_error&) {
-            last.failed(p);
+            for (const std::unique_ptr<deferred_statement>& s : statements)
+                if (auto* own = dynamic_cast<pg::deferred*>(s.get())) own->failed(p);
             throw;
         }
         if (then_commit && pg::commit_rolled_back(p.last())) throw pg::rolled_back_error();
@@ -57,8 +81,63 @@ public:
 private:
     PGconn* conn() { return pg::native_handle(session_); }
 
+    // Queues one of idem's own statements, prepared on this connection the first
+    // time when it may be kept (see deferred_sql::kept).
+    void queue(pg::pipeline& p, const deferred_sql& statement, std::unique_ptr<pg::parameters>& values) {
+        for (const deferred_sql::value& v : statement.values) {
+            if (const auto* bytes = std::get_if<std::string>(&v))
+                values->bytes(*bytes);
+            else if (const auto* number = std::get_if<std::int64_t>(&v))
+                values->int8(*number);
+            else
+                values->null();
+        }
+        if (!statement.kept) {
+            const pg::statement_text text{statement.sql, {}, statement.what};
+            return p.execute(text, *values);
+        }
+        kept_statement& kept = kept_statement_for(statement);
+        // Prepared once, ahead of its first execution, however many this pipeline holds.
+        if (!kept.statement.prepared && kept.prepared_in != pipelines_) {
+            p.prepare(kept.statement.name, kept.text, &kept.statement.prepared);
+            kept.prepared_in = pipelines_;
+        }
+        p.execute(kept.statement.name, kept.text, *values);
+    }
+
+    struct kept_statement {
+        pg::statement_text text;
+        pg::prepared_statement statement;
+        std::uint64_t prepared_in = 0;  // the pipeline (see pipelines_) that queued its PREPARE last
+    };
+
+    // The statements of this connection as the server has it now: a new
+    // connection (the session reconnected) has none of them prepared.
+    kept_statement& kept_statement_for(const deferred_sql& statement) {
+        PGconn* now = conn();
+        const int pid = PQbackendPID(now);
+        if (now != kept_on_ || pid != kept_pid_) {
+            kept_.clear();
+            kept_on_ = now;
+            kept_pid_ = pid;
+        }
+        std::unique_ptr<kept_statement>& slot = kept_[statement.sql];
+        if (!slot) {
+            if (names_.empty()) names_ = pg::statement_names();
+            slot = std::make_unique<kept_statement>();
+            slot->text = {statement.sql, {}, statement.what};
+            slot->statement = {&slot->text, names_ + std::to_string(kept_.size()), false};
+        }
+        return *slot;
+    }
+
     soci::session& session_;
     std::string begin_sql_;
+    std::unordered_map<const char*, std::unique_ptr<kept_statement>> kept_;
+    PGconn* kept_on_ = nullptr;
+    int kept_pid_ = 0;
+    std::string names_;
+    std::uint64_t pipelines_ = 0;  // counts finish()'s pipelines
 };
 
 std::string begin_at(isolation_level level) {

@@ -190,6 +190,14 @@ char* parameters::scratch() {
     return scratch_[count_].data();
 }
 
+parameters& parameters::null() {
+    if (count_ == capacity) throw std::logic_error("idem: too many statement parameters");
+    values_[count_] = nullptr;
+    lengths_[count_] = 0;
+    ++count_;
+    return *this;
+}
+
 parameters& parameters::bytes(std::string_view value) {
     if (count_ == capacity) throw std::logic_error("idem: too many statement parameters");
     // A null pointer would be SQL NULL; an empty value must stay an empty bytea.
@@ -236,6 +244,7 @@ parameters& parameters::interval(duration value) {
 }
 
 pipeline::pipeline(PGconn* conn) : conn_(conn) {
+    items_.reserve(8);
     if (PQenterPipelineMode(conn_) != 1) throw error(conn_, nullptr, "entering pipeline mode");
     active_ = true;
 }
@@ -245,8 +254,7 @@ pipeline::~pipeline() {
 }
 
 pipeline::item& pipeline::add(std::string_view what) {
-    if (count_ == capacity) throw std::logic_error("idem: too many statements in one pipeline");
-    item& i = items_[count_++];
+    item& i = items_.emplace_back();
     i.what = what;
     return i;
 }
@@ -284,10 +292,9 @@ void pipeline::fail_to_send(std::string_view what) {
 }
 
 void pipeline::run() {
-    if (PQpipelineSync(conn_) != 1) fail_to_send(count_ == 0 ? "a pipeline" : items_[count_ - 1].what);
+    if (PQpipelineSync(conn_) != 1) fail_to_send(items_.empty() ? "a pipeline" : items_.back().what);
     std::optional<store_error> failure;
-    for (std::size_t n = 0; n < count_; ++n) {
-        item& i = items_[n];
+    for (item& i : items_) {
         i.outcome = result(PQgetResult(conn_));
         if (i.outcome.get() == nullptr) {
             failure = error(conn_, nullptr, i.what);  // no answer at all: the connection broke

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "idem/clock.hpp"
 #include "idem/error.hpp"
@@ -114,6 +115,7 @@ public:
     parameters(const parameters&) = delete;
     parameters& operator=(const parameters&) = delete;
 
+    parameters& null();
     parameters& bytes(std::string_view value);
     parameters& bytes(std::span<const std::byte> value);
     parameters& int8(std::int64_t value);
@@ -142,8 +144,6 @@ private:
 // do not run; inside a transaction block the transaction is then aborted.
 class pipeline {
 public:
-    static constexpr std::size_t capacity = 4;
-
     explicit pipeline(PGconn* conn);
     // Leaves pipeline mode if run() did not (a failure while queueing).
     ~pipeline();
@@ -161,10 +161,10 @@ public:
 
     void run();
     // The result of the last queued statement (after run()).
-    [[nodiscard]] const result& last() const noexcept { return items_[count_ - 1].outcome; }
+    [[nodiscard]] const result& last() const noexcept { return items_.back().outcome; }
     // How many items are queued, and item n's result: after run(), even one that
     // threw (a statement after a failed one has a result saying it did not run).
-    [[nodiscard]] std::size_t size() const noexcept { return count_; }
+    [[nodiscard]] std::size_t size() const noexcept { return items_.size(); }
     [[nodiscard]] const result& outcome(std::size_t n) const noexcept { return items_[n].outcome; }
 
 private:
@@ -179,8 +179,7 @@ private:
     void leave() noexcept;
 
     PGconn* conn_;
-    std::array<item, capacity> items_{};
-    std::size_t count_ = 0;
+    std::vector<item> items_;
     bool active_ = false;
 };
 

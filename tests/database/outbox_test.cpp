@@ -184,6 +184,92 @@ TEST_CASE("publish in db.once: ids derive from the record; a replay publishes no
     }
 }
 
+TEST_CASE(
+    "publish in db.once: 1 to 40 messages, in order; one the database refuses undoes the transfer and "
+    "the record; a new server connection prepares again") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        // On PostgreSQL up to 16 messages travel with the record's statement and
+        // COMMIT, more go out as published: both sides of that line.
+        auto publish_n = [&](const std::string& k, int n, const std::string& last_topic) {
+            return db.once(key_of(k), "fp", [&](idem::unit_of_work& uow) {
+                move(uow, 1);
+                for (int i = 0; i < n; ++i)
+                    (void)uow.publish(
+                        {.topic = i + 1 == n ? last_topic : k, .payload = std::to_string(i), .ordering_key = k});
+                return std::string("moved");
+            });
+        };
+        for (const int n : {1, 16, 17, 40}) {
+            CAPTURE(n);
+            const std::string k = "many-" + std::to_string(n);
+            CHECK(publish_n(k, n, k).status() == idem::execution_status::executed);
+            CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE ordering_key = '" + k + "'") == n);
+        }
+        recorder sink;
+        idem::outbox_relay relay(db, sink.sink(), quick());
+        drain(relay);
+        std::map<std::string, std::vector<std::string>> by_key;
+        for (const idem::outbox_delivery& m : sink.all()) by_key[*m.ordering_key].push_back(m.payload);
+        for (const int n : {1, 16, 17, 40}) {
+            std::vector<std::string> expected;
+            for (int i = 0; i < n; ++i) expected.push_back(std::to_string(i));
+            CHECK(by_key["many-" + std::to_string(n)] == expected);
+        }
+
+        // The database refuses the last message: the transfer and the record go with it.
+        db.transact([&](idem::unit_of_work& uow) {
+            uow.sql() << (where->postgresql()
+                              ? "ALTER TABLE idem_outbox ADD CONSTRAINT refuse_poison CHECK (topic <> 'poison')"
+                              : "CREATE TRIGGER refuse_poison BEFORE INSERT ON idem_outbox WHEN NEW.topic = 'poison' "
+                                "BEGIN SELECT RAISE(ABORT, 'poison'); END");
+        });
+        const long long bob = balance(db, "bob");
+        const long long rows = outbox_rows(db);
+        for (const int n : {1, 17}) {
+            CAPTURE(n);
+            const std::string k = "refused-" + std::to_string(n);
+            CHECK_THROWS_AS(publish_n(k, n, "poison"), idem::store_error);
+            CHECK(balance(db, "bob") == bob);
+            CHECK(outbox_rows(db) == rows);
+            // Nothing was recorded: the key runs (not replays) once the message is one the database takes.
+            CHECK(publish_n(k, n, k).status() == idem::execution_status::executed);
+            CHECK(outbox_rows(db) == rows + n);
+            CHECK(balance(db, "bob") == bob + 1);
+            CHECK(publish_n(k, n, k).status() == idem::execution_status::replayed);
+            db.transact([&](idem::unit_of_work& uow) {
+                uow.sql() << "DELETE FROM idem_outbox WHERE ordering_key = '" + k + "'";
+                uow.sql() << "UPDATE accounts SET balance = balance - 1 WHERE id = 'bob'";
+            });
+        }
+
+#ifdef IDEM_TEST_POSTGRESQL
+        if (where->postgresql()) {
+            // Every server connection of the pool ends: the statement the
+            // messages go out with is prepared again on the new ones.
+            soci::session admin;
+            idem::open_postgresql_session(admin, where->url());
+            admin << "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
+                     "current_database() AND pid <> pg_backend_pid()";
+            int executed = 0;
+            for (int attempt = 0; attempt < 5 && executed < 3; ++attempt) {
+                try {
+                    if (publish_n("after-" + std::to_string(executed), 2, "after").status() ==
+                        idem::execution_status::executed)
+                        ++executed;
+                } catch (const idem::store_error& e) {
+                    CHECK(e.is_connection_lost());  // the pool's old connections, and nothing else
+                }
+            }
+            CHECK(executed == 3);
+            CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE topic = 'after'") == 3);
+            CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE ordering_key LIKE 'after-%'") == 6);
+        }
+#endif
+    }
+}
+
 TEST_CASE("publish refuses bad messages with typed errors and writes nothing") {
     for (const auto& where : places()) {
         CAPTURE(where->url());
