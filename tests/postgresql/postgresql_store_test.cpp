@@ -7,9 +7,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <future>
-#include <iterator>
 #include <map>
 #include <span>
 #include <thread>
@@ -21,6 +19,7 @@
 #include "idem/postgresql_store.hpp"
 #include "idem/transaction_runner.hpp"
 #include "key_hex.hpp"
+#include "migration_files.hpp"
 #include "postgres_server.hpp"
 #include "postgresql_bank.hpp"
 
@@ -297,12 +296,6 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
 
 namespace {
 
-std::string file_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in.good());
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // The whole digest: the first schema's primary key.
 std::string bytea_of(const idem::record_key& key) {
     return "'\\x" + idem::test::digest_hex(key) + "'::bytea";
@@ -316,10 +309,7 @@ TEST_CASE("postgresql store: a table of the first schema, with rows in it, moves
     soci::session s;
     idem::open_postgresql_session(s, scratch.conninfo());
     // What version 1 left: its schema, its version row and records in all three states.
-    s << file_text(IDEM_SOURCE_ROOT "/migrations/postgresql/0001_create_records.sql");
-    s << "CREATE TABLE idem_schema_versions (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-         " applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)";
-    s << "INSERT INTO idem_schema_versions (version, name) VALUES (1, '0001_create_records')";
+    idem::test::migrate_through(s, idem::test::migration_files(IDEM_SOURCE_ROOT "/migrations/postgresql"), 1);
     const idem::record_key done("m", "done"), running("m", "running"), gone("m", "gone");
     const std::string columns =
         "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, "
