@@ -378,9 +378,15 @@ totals count(unit_of_work& uow) {
     soci::session& sql = uow.sql();
     long long pending = 0, dead = 0, oldest = 0;
     soci::indicator oldest_null = soci::i_null;
-    sql << "SELECT (SELECT COUNT(*) FROM idem_outbox WHERE state = 0), "
-           "(SELECT COUNT(*) FROM idem_outbox WHERE state = 2), "
-           "(SELECT created_at FROM idem_outbox WHERE state = 0 ORDER BY seq LIMIT 1)",
+    // The pending rows, read in one pass through the due index (it holds all
+    // of them, and seq): their number and the oldest in publication order,
+    // whose row is then found by seq (SQLite's rowid; on PostgreSQL in the
+    // same index). No index keeps them in seq order: the first pending row by
+    // seq would be looked for through every row, delivered ones included, or
+    // a sort of the pending rows read from the table.
+    sql << "SELECT p.n, (SELECT COUNT(*) FROM idem_outbox WHERE state = 2), "
+           "(SELECT created_at FROM idem_outbox WHERE state = 0 AND seq = p.oldest) "
+           "FROM (SELECT COUNT(*) AS n, MIN(seq) AS oldest FROM idem_outbox WHERE state = 0) p",
         soci::into(pending), soci::into(dead), soci::into(oldest, oldest_null);
     totals t{.pending = pending, .dead = dead};
     if (oldest_null == soci::i_ok) t.oldest_pending = oldest;

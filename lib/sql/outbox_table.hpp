@@ -74,7 +74,7 @@ IDEM_API void settle(unit_of_work& uow, const std::string& token, std::int64_t l
 struct totals {
     std::int64_t pending = 0;
     std::int64_t dead = 0;
-    std::optional<std::int64_t> oldest_pending = {};  // created_at of the oldest pending message
+    std::optional<std::int64_t> oldest_pending = {};  // created_at of the first pending message by seq
 };
 [[nodiscard]] IDEM_API totals count(unit_of_work& uow);
 

@@ -5,9 +5,12 @@
 
 #include <soci/soci.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <future>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -19,6 +22,7 @@
 #include "bank_places.hpp"
 #include "idem/database.hpp"
 #include "idem/outbox_relay.hpp"
+#include "migration_files.hpp"
 #include "sql/outbox_table.hpp"
 
 namespace {
@@ -655,4 +659,207 @@ TEST_CASE("purge_delivered_messages on PostgreSQL: no batch deletes more than it
         CHECK(batches == std::vector<std::size_t>{10, 10, 5});
         CHECK(outbox_rows(db) == 5);
     }
+}
+
+namespace {
+
+// Every outbox row as text, in seq order: what a migration must keep as it was.
+std::vector<std::string> outbox_dump(idem::database& db) {
+    return db.read([](soci::session& sql) {
+        std::vector<std::string> rows;
+        soci::rowset<std::string> all =
+            (sql.prepare << "SELECT CAST(seq AS TEXT) || '|' || id || '|' || topic || '|' || COALESCE(ordering_key, "
+                            "'-') || '|' || CAST(headers AS TEXT) || '|' || CAST(payload AS TEXT) || '|' || "
+                            "CAST(state AS TEXT) || '|' || CAST(attempts AS TEXT) || '|' || CAST(created_at AS TEXT) "
+                            "|| '|' || CAST(available_at AS TEXT) || '|' || COALESCE(CAST(done_at AS TEXT), '-') || "
+                            "'|' || COALESCE(claim, '-') || '|' || COALESCE(last_answer, '-') FROM idem_outbox "
+                            "ORDER BY seq");
+        for (const std::string& row : all) rows.push_back(row);
+        return rows;
+    });
+}
+
+// The outbox's indexes, each with its definition, by name.
+std::vector<std::string> outbox_indexes(idem::database& db) {
+    const bool sqlite = db.backend() == idem::database_url::backend::sqlite;
+    return db.read([&](soci::session& sql) {
+        std::vector<std::string> indexes;
+        soci::rowset<std::string> all =
+            (sql.prepare << (sqlite ? "SELECT name || ': ' || COALESCE(sql, '') FROM sqlite_master WHERE type = "
+                                      "'index' AND tbl_name = 'idem_outbox' ORDER BY name"
+                                    : "SELECT indexname || ': ' || indexdef FROM pg_indexes WHERE tablename = "
+                                      "'idem_outbox' AND schemaname = current_schema() ORDER BY indexname"));
+        for (const std::string& index : all) indexes.push_back(index);
+        return indexes;
+    });
+}
+
+// The outbox table's definition on SQLite, without its comments and with one space for each run of blanks.
+std::string sqlite_outbox_table(idem::database& db) {
+    const std::string text = db.read([](soci::session& sql) {
+        std::string definition;
+        sql << "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'idem_outbox'", soci::into(definition);
+        return definition;
+    });
+    std::string plain;
+    for (std::size_t at = 0; at < text.size(); ++at) {
+        if (text.compare(at, 2, "--") == 0)
+            at = std::min(text.find('\n', at), text.size()) - 1;
+        else if (!std::isspace(static_cast<unsigned char>(text[at])))
+            plain += text[at];
+        else if (!plain.empty() && plain.back() != ' ')
+            plain += ' ';
+    }
+    return plain;
+}
+
+long long seq_of(idem::database& db, const std::string& id) {
+    return count_rows(db, "SELECT seq FROM idem_outbox WHERE id = '" + id + "'");
+}
+
+idem::database at_version(const idem::test::place& where, const std::vector<idem::test::migration_file>& files,
+                          int version) {
+    idem::database db = idem::database::open(where.url());
+    db.transact([&](idem::unit_of_work& uow) { idem::test::migrate_through(uow.sql(), files, version); });
+    return db;
+}
+
+// From each schema an earlier version left with an outbox, messages in every
+// state (delivered, claimed by a relay that died, claimed by one still at it,
+// dead, pending, with and without a key) through the migration that makes
+// the outbox lean (`Place`: a fresh database of one kind).
+template <class Place>
+void lean_outbox_from_every_earlier_schema(const std::string& dialect) {
+    const auto files = idem::test::migration_files(IDEM_SOURCE_ROOT "/migrations/" + dialect);
+    const int outbox = idem::test::version_named(files, "_outbox");
+    const int lean = idem::test::version_named(files, "_outbox_lean");
+    REQUIRE(outbox > 0);
+    REQUIRE(lean > outbox);
+    // The indexes after it: those of the schema just before, less the pending rows' by seq.
+    std::vector<std::string> lean_indexes;
+    std::string table_before_lean;
+    {
+        Place where;
+        idem::database db = at_version(where, files, lean - 1);
+        for (const std::string& index : outbox_indexes(db))
+            if (!index.starts_with("idem_outbox_pending:")) lean_indexes.push_back(index);
+        REQUIRE(lean_indexes.size() == 5);  // the id's (primary key or unique), dead, delivered, due, ordering
+        if (dialect == "sqlite") table_before_lean = sqlite_outbox_table(db);
+    }
+
+    for (int version = outbox; version < lean; ++version) {
+        CAPTURE(version);
+        Place where;
+        idem::database db = at_version(where, files, version);
+        // Each message's payload is its name, its ordering key the name's letter (x and n have none).
+        std::map<std::string, std::string> id;
+        const auto publish = [&](const std::vector<std::string>& names) {
+            db.transact([&](idem::unit_of_work& uow) {
+                for (const std::string& name : names) {
+                    const bool keyed = name[0] != 'x' && name[0] != 'n';
+                    id[name] = uow.publish({.topic = "t",
+                                            .payload = name,
+                                            .ordering_key = keyed ? std::optional(name.substr(0, 1)) : std::nullopt,
+                                            .headers = {{"h", name}}});
+                }
+            });
+        };
+        publish({"a1", "x1", "a2", "c1", "b1", "a3", "c2", "n1", "b2"});
+        const std::int64_t now = idem::detail::outbox_table::now_ms(), hour = 3'600'000;
+        const auto set = [&](const std::string& name, const std::string& assignments) {
+            db.transact([&](idem::unit_of_work& uow) {
+                uow.sql() << "UPDATE idem_outbox SET " + assignments + " WHERE id = '" + id[name] + "'";
+            });
+        };
+        const std::string t = std::to_string(now);
+        set("a1", "state = 1, attempts = 1, done_at = " + t);
+        set("x1", "state = 1, attempts = 1, done_at = " + t);
+        // Its relay died: the lease ended a minute ago.
+        set("a2", "attempts = 1, claim = 'gone', available_at = " + std::to_string(now - 60'000) +
+                      ", created_at = " + std::to_string(now - 2 * hour));
+        set("c1", "state = 2, attempts = 10, done_at = " + t + ", last_answer = 'refused'");
+        // Another relay holds it for an hour yet.
+        set("b1", "attempts = 1, claim = 'elsewhere', available_at = " + std::to_string(now + hour) +
+                      ", created_at = " + std::to_string(now - hour));
+        // Older by the clock than a2, later in publication order.
+        set("n1", "created_at = " + std::to_string(now - 3 * hour));
+
+        const std::vector<std::string> before = outbox_dump(db);
+        REQUIRE(before.size() == 9);
+        std::vector<std::string> expected;
+        for (const auto& f : files)
+            if (f.version > version) expected.push_back(f.name);
+        CHECK(db.migrate() == expected);
+        CHECK(outbox_dump(db) == before);  // every row, with its seq
+        CHECK(outbox_indexes(db) == lean_indexes);
+        if (dialect == "sqlite") {
+            std::string table = table_before_lean;
+            table.replace(table.find(" AUTOINCREMENT"), 14, "");
+            table.replace(table.find("idem_outbox"), 11, "\"idem_outbox\"");  // as ALTER TABLE RENAME writes it
+            CHECK(sqlite_outbox_table(db) == table);
+            CHECK(count_rows(db, "SELECT COUNT(*) FROM sqlite_sequence WHERE name = 'idem_outbox'") == 0);
+        }
+
+        // The lag: the oldest pending message in publication order (a2), not the oldest by the clock (n1).
+        const std::int64_t asked = idem::detail::outbox_table::now_ms();
+        idem::outbox_metrics backlog = idem::outbox_backlog(db);
+        const std::int64_t answered = idem::detail::outbox_table::now_ms();
+        CHECK(backlog.pending == 6);
+        CHECK(backlog.dead == 1);
+        CHECK(backlog.lag.count() >= asked - (now - 2 * hour));
+        CHECK(backlog.lag.count() <= answered - (now - 2 * hour));
+
+        recorder got;
+        idem::outbox_relay relay(db, got.sink(), quick());
+        drain(relay);
+        std::vector<std::string> seen;
+        for (const auto& m : got.all()) seen.push_back(m.payload);
+        // b2 waits behind b1, c2 behind c1.
+        REQUIRE(seen.size() == 3);
+        CHECK(std::is_permutation(seen.begin(), seen.end(), std::vector<std::string>{"a2", "a3", "n1"}.begin()));
+        CHECK(std::find(seen.begin(), seen.end(), "a2") < std::find(seen.begin(), seen.end(), "a3"));
+        backlog = idem::outbox_backlog(db);
+        CHECK(backlog.pending == 3);
+        CHECK(backlog.lag.count() >= hour);  // b1's
+        CHECK(backlog.lag.count() < 2 * hour);
+
+        // A message published after the purge deleted the highest seq still
+        // comes after every message that waits.
+        publish({"a4"});
+        const long long a4_seq = seq_of(db, id["a4"]);
+        drain(relay);
+        CHECK(idem::purge_delivered_messages(db, {.rest_between_batches = false}).deleted == 6);
+        publish({"b3"});
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE seq >= " + std::to_string(seq_of(db, id["b3"]))) ==
+              1);
+        if (dialect == "sqlite") CHECK(seq_of(db, id["b3"]) == a4_seq);  // a4's, used again
+        set("b1", "available_at = " + std::to_string(now - 1));          // that relay died too
+        CHECK(idem::requeue_dead_letters(db) == 1);
+        drain(relay);
+        seen.clear();
+        for (const auto& m : got.all()) seen.push_back(m.payload);
+        CHECK(std::set<std::string>(seen.begin(), seen.end()).size() == seen.size());  // each once
+        CHECK(seen.size() == 9);
+        for (const std::vector<std::string>& key :
+             {std::vector<std::string>{"a2", "a3", "a4"}, {"b1", "b2", "b3"}, {"c1", "c2"}, {"n1"}}) {
+            CAPTURE(key.front());
+            std::vector<std::string> delivered;
+            std::copy_if(seen.begin(), seen.end(), std::back_inserter(delivered),
+                         [&](const std::string& m) { return m[0] == key.front()[0]; });
+            CHECK(delivered == key);
+        }
+        backlog = idem::outbox_backlog(db);
+        CHECK(backlog.pending == 0);
+        CHECK(backlog.dead == 0);
+        CHECK(backlog.lag.count() == 0);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("outbox: from every earlier schema, messages in every state keep their rows, seq and order; lean indexes") {
+    lean_outbox_from_every_earlier_schema<sqlite_place>("sqlite");
+#ifdef IDEM_TEST_POSTGRESQL
+    lean_outbox_from_every_earlier_schema<postgresql_place>("postgresql");
+#endif
 }

@@ -7,9 +7,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <future>
-#include <iterator>
 #include <map>
 #include <span>
 #include <thread>
@@ -21,6 +19,7 @@
 #include "idem/postgresql_store.hpp"
 #include "idem/transaction_runner.hpp"
 #include "key_hex.hpp"
+#include "migration_files.hpp"
 #include "postgres_server.hpp"
 #include "postgresql_bank.hpp"
 
@@ -270,7 +269,7 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
     fixture f;
     CHECK(f.store.migrate().empty());
     CHECK(f.store.migrate().empty());
-    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_schema_versions") == 9);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_schema_versions") == 10);
 
     {
         idem::test::scratch_database scratch(f.conninfo, "fresh");
@@ -283,7 +282,7 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
         CHECK(store.migrate() == std::vector<std::string>{"0001_create_records", "0002_purge_by_insertion_order",
                                                           "0003_purge_by_expiry", "0004_lean_records", "0005_outbox",
                                                           "0006_steps", "0007_completer", "0008_outbox_claim_order",
-                                                          "0009_operation_failures"});
+                                                          "0009_operation_failures", "0010_outbox_lean"});
         CHECK(store.migrate().empty());
         CHECK(store.try_reserve(idem::record_key("m", "k"), "fp", 1min).status == reservation_status::reserved);
 
@@ -296,12 +295,6 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
 }
 
 namespace {
-
-std::string file_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in.good());
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // The whole digest: the first schema's primary key.
 std::string bytea_of(const idem::record_key& key) {
@@ -316,10 +309,7 @@ TEST_CASE("postgresql store: a table of the first schema, with rows in it, moves
     soci::session s;
     idem::open_postgresql_session(s, scratch.conninfo());
     // What version 1 left: its schema, its version row and records in all three states.
-    s << file_text(IDEM_SOURCE_ROOT "/migrations/postgresql/0001_create_records.sql");
-    s << "CREATE TABLE idem_schema_versions (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-         " applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)";
-    s << "INSERT INTO idem_schema_versions (version, name) VALUES (1, '0001_create_records')";
+    idem::test::migrate_through(s, idem::test::migration_files(IDEM_SOURCE_ROOT "/migrations/postgresql"), 1);
     const idem::record_key done("m", "done"), running("m", "running"), gone("m", "gone");
     const std::string columns =
         "INSERT INTO idem_records (key_hash, namespace, scope, key, token, fingerprint, "
@@ -333,7 +323,7 @@ TEST_CASE("postgresql store: a table of the first schema, with rows in it, moves
              "hour')";
 
     idem::postgresql_store store{{.connection = scratch.conninfo()}};  // migrates on open
-    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 9);
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 10);
     // Keyed by the digest's first 16 bytes, without the key and scope text.
     CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE key_hash = '\\x" + idem::test::record_id_hex(done) +
                              "'") == 1);

@@ -66,12 +66,13 @@ TEST_CASE("a writer killed with SIGKILL before its commit leaves neither the bus
 TEST_CASE("migrations started by several processes at once are applied exactly once") {
     idem::test::temp_dir dir{"sqlite-migrate"};
     const std::string db = (dir.path() / "fresh.db").string();
-    idem::test::race_migrations({worker, "migrate", db}, 4,
-                                {"0001_create_records", "0002_lean_records", "0003_outbox", "0004_steps",
-                                 "0005_completer", "0006_outbox_claim_order", "0007_operation_failures"});
+    idem::test::race_migrations(
+        {worker, "migrate", db}, 4,
+        {"0001_create_records", "0002_lean_records", "0003_outbox", "0004_steps", "0005_completer",
+         "0006_outbox_claim_order", "0007_operation_failures", "0008_outbox_lean"});
 
     soci::session session;
     idem::open_sqlite_session(session, db);
-    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 7);
+    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 8);
     CHECK(bank::count(session, "SELECT count(*) FROM sqlite_master WHERE name = 'idem_records'") == 1);
 }

@@ -12,6 +12,7 @@
 #include "far_times_scenario.hpp"
 #include "idem/error.hpp"
 #include "key_hex.hpp"
+#include "migration_files.hpp"
 #include "sqlite_bank.hpp"
 #include "temp_dir.hpp"
 
@@ -131,7 +132,7 @@ TEST_CASE("sqlite store: migrate applies each migration once") {
     }
     CHECK(lazy.migrate() == std::vector<std::string>{"0001_create_records", "0002_lean_records", "0003_outbox",
                                                      "0004_steps", "0005_completer", "0006_outbox_claim_order",
-                                                     "0007_operation_failures"});
+                                                     "0007_operation_failures", "0008_outbox_lean"});
     CHECK(lazy.migrate().empty());
     idem::sqlite_store again{{.path = db, .connection = fast}};  // migrates on open: nothing to do
     CHECK(again.migrate().empty());
@@ -139,7 +140,7 @@ TEST_CASE("sqlite store: migrate applies each migration once") {
 
     soci::session session;
     idem::open_sqlite_session(session, db, fast);
-    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 7);
+    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 8);
     // A schema from a newer library is not touched.
     session << "INSERT INTO idem_schema_versions (version, name) VALUES (9999, '9999_future')";
     try {
@@ -161,16 +162,7 @@ TEST_CASE("sqlite store: a table of the first schema, with rows in it, moves to 
         // What version 1 left: its schema, its version row and records in all three states.
         soci::session s;
         idem::open_sqlite_session(s, db, fast);
-        // Its file without comments, one statement at a time (SOCI runs a string's first statement).
-        std::ifstream in(IDEM_SOURCE_ROOT "/migrations/sqlite/0001_create_records.sql");
-        std::string schema;
-        for (std::string line; std::getline(in, line);) schema += line.substr(0, line.find("--")) + "\n";
-        REQUIRE(schema.find("CREATE TABLE") != std::string::npos);
-        for (std::size_t at = 0, end; (end = schema.find(';', at)) != std::string::npos; at = end + 1)
-            s << schema.substr(at, end - at);
-        s << "CREATE TABLE idem_schema_versions (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-             " applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)";
-        s << "INSERT INTO idem_schema_versions (version, name) VALUES (1, '0001_create_records')";
+        idem::test::migrate_through(s, idem::test::migration_files(IDEM_SOURCE_ROOT "/migrations/sqlite"), 1);
         const auto row = [&](const idem::record_key& key, const std::string& token, const std::string& rest) {
             s << "INSERT INTO idem_records (key_hash, namespace, scope, key, fingerprint, token, state, payload,"
                  " expires_at, updated_at) VALUES (X'" +
@@ -185,7 +177,7 @@ TEST_CASE("sqlite store: a table of the first schema, with rows in it, moves to 
     idem::sqlite_store store{{.path = db, .connection = fast}};  // migrates on open
     soci::session s;
     idem::open_sqlite_session(s, db, fast);
-    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 7);
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 8);
     CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE length(key_hash) = 16") == 3);
     CHECK(bank::count(
               s, "SELECT count(*) FROM idem_records WHERE key_hash = X'" + idem::test::record_id_hex(done) + "'") == 1);
