@@ -31,10 +31,12 @@ ALLOWED = [
     # The interfaces between the runner (idem_sql) and the store libraries: a
     # dialect and its control connection (each store library implements one),
     # the transaction's internals the stores reach through
-    # transaction::internals(), and the fast path among them.
+    # transaction::internals(), and the fast path among them, with the
+    # statements of idem's own tables it sends with COMMIT (deferred_sql: the
+    # PostgreSQL connection recognises them by their typeinfo).
     (r"^idem::detail::(sql_dialect|sql_connection|sql_transaction)(::|$)",
      {"libidem_sql", "libidem_sqlite", "libidem_postgresql"}),
-    (r"^idem::detail::(fast_path|deferred_statement)(::|$)", {"libidem_sql", "libidem_postgresql"}),
+    (r"^idem::detail::(fast_path|deferred_statement|deferred_sql)(::|$)", {"libidem_sql", "libidem_postgresql"}),
     # What the public templates of mapped objects call in idem_sql (declared in
     # include/idem/detail/mapped_session.hpp): the identity map, flush, hooks,
     # SOCI's conversion of a mapped type.
