@@ -87,7 +87,7 @@ public:
 
     bool execute() {
         for (std::size_t i = 0; i < in.size(); ++i) in_ind_[i] = in[i].null ? soci::i_null : soci::i_ok;
-        return st_.execute(true);
+        return execute_kept(st_);
     }
     bool fetch() { return st_.fetch(); }
     long long affected() { return st_.get_affected_rows(); }

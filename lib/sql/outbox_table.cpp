@@ -185,33 +185,25 @@ void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) 
     const bytes_codec bytes(uow);
     soci::session& sql = uow.sql();
     std::unique_ptr<insert_statement> once;
-    std::shared_ptr<void>* kept = nullptr;
     insert_statement* statement = nullptr;
     if (uow.internals().keeps_statements()) {
-        kept = &uow.internals().connection_cache(owner);
-        if (!*kept) *kept = std::make_shared<insert_statement>(sql, bytes, true);
-        statement = static_cast<insert_statement*>(kept->get());
+        std::shared_ptr<void>& slot = uow.internals().connection_cache(owner);
+        if (!slot) slot = std::make_shared<insert_statement>(sql, bytes, true);
+        statement = static_cast<insert_statement*>(slot.get());
     } else {
         once = std::make_unique<insert_statement>(sql, bytes, false);
         statement = once.get();
     }
     insert_statement& s = *statement;
     s.at = now;
-    try {
-        for (const new_row& row : rows) {
-            s.id = row.id;
-            s.topic = row.message.topic;
-            s.key = row.message.ordering_key.value_or(std::string());
-            s.key_null = row.message.ordering_key ? soci::i_ok : soci::i_null;
-            s.headers = bytes.to_sql(encode_headers(row.message.headers));
-            s.payload = bytes.to_sql(row.message.payload);
-            s.st.execute(true);
-        }
-    } catch (...) {
-        // SOCI frees a statement's parameter buffers after a run that succeeds, or
-        // when the statement is destroyed: one that threw is dropped, not run again.
-        if (kept != nullptr) kept->reset();
-        throw;
+    for (const new_row& row : rows) {
+        s.id = row.id;
+        s.topic = row.message.topic;
+        s.key = row.message.ordering_key.value_or(std::string());
+        s.key_null = row.message.ordering_key ? soci::i_ok : soci::i_null;
+        s.headers = bytes.to_sql(encode_headers(row.message.headers));
+        s.payload = bytes.to_sql(row.message.payload);
+        execute_kept(s.st);
     }
 }
 

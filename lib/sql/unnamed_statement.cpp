@@ -8,4 +8,13 @@ void prepare_statement(soci::statement& st, const std::string& text, bool named)
     st.define_and_bind();
 }
 
+bool execute_kept(soci::statement& st) {
+    try {
+        return st.execute(true);
+    } catch (...) {
+        st.undefine_and_bind();  // the use elements' clean_up: what a run that succeeds does after it
+        throw;
+    }
+}
+
 }  // namespace idem::detail

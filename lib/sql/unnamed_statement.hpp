@@ -10,7 +10,8 @@
 // PREPARE, an EXECUTE and a DEALLOCATE instead of one round trip), so idem
 // sends those unnamed, as `sql << ...` does; a statement kept on its
 // connection for later transactions is named only where the connection keeps
-// statements (sql_transaction::keeps_statements: not behind such a pooler).
+// statements (sql_transaction::keeps_statements: not behind such a pooler),
+// and runs there through execute_kept.
 //
 //   soci::statement update = unnamed_statement(sql, "UPDATE t SET n = :n WHERE id = :id", soci::use(n),
 //                                              soci::use(id));
@@ -30,6 +31,14 @@ namespace idem::detail {
 // Prepares `st`, its use and into elements exchanged, to run `text`: named on
 // the server when `named`, else sent with its parameters on every execute.
 IDEM_API void prepare_statement(soci::statement& st, const std::string& text, bool named = false);
+
+// Runs `st`, a statement kept to run again, as st.execute(true) does. SOCI's
+// PostgreSQL backend frees a run's parameter text after the run succeeds; after
+// one that throws, it is freed here, or the next run would leak it and, for a
+// parameter then NULL, send it again. The statement itself stays: destroyed
+// in the failed transaction, it would stay prepared on the server (its
+// DEALLOCATE refused there).
+bool execute_kept(soci::statement& st);
 
 // A statement of `text` with these use and into elements (soci::use, soci::into), sent unnamed.
 template <class... Elements>

@@ -442,6 +442,86 @@ TEST_CASE("mapping: a version that moved on is a stale write; the unit of work r
     });
 }
 
+TEST_CASE("mapping: a kept statement that failed runs again on its connection, NULL where it binds NULL") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        // One pooled connection: every unit of work below runs the same kept statements.
+        idem::database db = open_bank(*where, {.pool_size = 1});
+        db.create_table<bank::profile>();
+        db.transact([](idem::unit_of_work& uow) {
+            uow.sql() << "CREATE UNIQUE INDEX profile_names ON profiles (name)";
+            uow.add(bank::profile{1, "ada", "first", 0, 0, false, 0, std::nullopt});
+            uow.add(bank::profile{2, "bob", std::nullopt, 0, 0, false, 0, std::nullopt});
+        });
+        const auto expect_refused = [&](auto&& work) {
+            try {
+                db.transact(work);
+                FAIL("the database took a row it refuses");
+            } catch (const idem::store_error& e) {
+                CHECK(e.failure() == idem::store_failure::constraint);
+            }
+        };
+        // Sets bob's name and note: the same UPDATE whatever the values, as both change.
+        const auto rename_bob = [](idem::unit_of_work& uow, const std::string& name, std::optional<std::string> note) {
+            uow.sql() << "UPDATE profiles SET note = 'before' WHERE id = 2";
+            bank::profile& bob = uow.get<bank::profile>(2);
+            bob.name = name;
+            bob.note = std::move(note);
+        };
+        const auto profile = [&](long long id) {
+            return db.transact([&](idem::unit_of_work& uow) { return uow.get<bank::profile>(id); });
+        };
+        long long prepared = -1;  // named statements on the connection after the first round
+        for (int run = 0; run < 4; ++run) {
+            CAPTURE(run);
+            const std::string name = "run " + std::to_string(run);
+            // The INSERT and the UPDATE refused by the unique key, each with a note.
+            expect_refused([](idem::unit_of_work& uow) {
+                uow.add(bank::profile{1, "again", "stale", 0, 0, false, 0, std::nullopt});
+            });
+            expect_refused([&](idem::unit_of_work& uow) { rename_bob(uow, "ada", "stale"); });
+            // Both again, now with a NULL note: NULL is what they write.
+            db.transact([&](idem::unit_of_work& uow) {
+                uow.add(bank::profile{10 + run, name, std::nullopt, 0, 0, false, 0, std::nullopt});
+                rename_bob(uow, name + " bob", std::nullopt);
+            });
+            const bank::profile added = profile(10 + run);
+            CHECK(added.name == name);
+            CHECK_FALSE(added.note.has_value());
+            const bank::profile bob = profile(2);
+            CHECK(bob.name == name + " bob");
+            CHECK_FALSE(bob.note.has_value());
+            if (where->postgresql()) {
+                // A failure leaves no statement behind on the server connection.
+                const long long now = count_rows(db, "SELECT COUNT(*) FROM pg_prepared_statements");
+                if (run == 0) prepared = now;
+                CHECK(now == prepared);
+            }
+        }
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM profiles") == 6);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM profiles WHERE note = 'stale'") == 0);
+#ifdef IDEM_TEST_POSTGRESQL
+        if (where->postgresql()) {
+            // The load FOR UPDATE that failed (a lock it gave up on) runs again too.
+            soci::session holder;
+            idem::open_postgresql_session(holder, where->url());
+            holder << "BEGIN";
+            holder << "SELECT id FROM profiles WHERE id = 1 FOR UPDATE";
+            for (int run = 0; run < 4; ++run) {
+                CHECK_THROWS_AS(db.transact([](idem::unit_of_work& uow) {
+                    uow.sql() << "SET LOCAL lock_timeout = '10ms'";
+                    (void)uow.get<bank::profile>(1);
+                }),
+                                idem::store_error);
+            }
+            holder << "ROLLBACK";
+            CHECK(profile(1).name == "ada");
+            CHECK(count_rows(db, "SELECT COUNT(*) FROM pg_prepared_statements") == prepared);
+        }
+#endif
+    }
+}
+
 #ifdef IDEM_TEST_POSTGRESQL
 TEST_CASE("PostgreSQL: a concurrent commit between the read and the write reruns the unit on its result") {
     postgresql_place where;

@@ -77,6 +77,16 @@ void drain(idem::outbox_relay& relay) {
     }
 }
 
+// From here on the database refuses a message whose topic is "poison".
+void refuse_poison(idem::database& db, const place& where) {
+    db.transact([&](idem::unit_of_work& uow) {
+        uow.sql() << (where.postgresql()
+                          ? "ALTER TABLE idem_outbox ADD CONSTRAINT refuse_poison CHECK (topic <> 'poison')"
+                          : "CREATE TRIGGER refuse_poison BEFORE INSERT ON idem_outbox WHEN NEW.topic = 'poison' "
+                            "BEGIN SELECT RAISE(ABORT, 'poison'); END");
+    });
+}
+
 }  // namespace
 
 TEST_CASE("publish: the row is written in the transaction; bytes survive the trip to the sink") {
@@ -223,12 +233,7 @@ TEST_CASE(
         }
 
         // The database refuses the last message: the transfer and the record go with it.
-        db.transact([&](idem::unit_of_work& uow) {
-            uow.sql() << (where->postgresql()
-                              ? "ALTER TABLE idem_outbox ADD CONSTRAINT refuse_poison CHECK (topic <> 'poison')"
-                              : "CREATE TRIGGER refuse_poison BEFORE INSERT ON idem_outbox WHEN NEW.topic = 'poison' "
-                                "BEGIN SELECT RAISE(ABORT, 'poison'); END");
-        });
+        refuse_poison(db, *where);
         const long long bob = balance(db, "bob");
         const long long rows = outbox_rows(db);
         for (const int n : {1, 17}) {
@@ -271,6 +276,32 @@ TEST_CASE(
             CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE ordering_key LIKE 'after-%'") == 6);
         }
 #endif
+    }
+}
+
+TEST_CASE("publish: after a message the database refused, the next goes in as given, no key where it has none") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        // One pooled connection: every message below goes in through the same kept INSERT.
+        idem::database db = open_bank(*where, {.pool_size = 1});
+        refuse_poison(db, *where);
+        long long prepared = -1;  // named statements on the connection after the first round
+        for (int run = 0; run < 3; ++run) {
+            CAPTURE(run);
+            CHECK_THROWS_AS(db.transact([](idem::unit_of_work& uow) {
+                (void)uow.publish({.topic = "poison", .payload = "p", .ordering_key = "stale"});
+            }),
+                            idem::store_error);
+            (void)db.transact([](idem::unit_of_work& uow) { return uow.publish("plain", "x"); });
+            if (where->postgresql()) {
+                // A refusal leaves no statement behind on the server connection.
+                const long long now = count_rows(db, "SELECT COUNT(*) FROM pg_prepared_statements");
+                if (run == 0) prepared = now;
+                CHECK(now == prepared);
+            }
+        }
+        CHECK(outbox_rows(db) == 3);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE topic = 'plain' AND ordering_key IS NULL") == 3);
     }
 }
 
