@@ -54,6 +54,7 @@ void check_fingerprint(std::string_view fingerprint) {
 void check_token(std::string_view token) {
     if (token.empty()) throw std::invalid_argument("idem: token is empty");
     if (token.size() > 128) throw std::invalid_argument("idem: token is longer than 128 bytes");
+    if (token == unheld_token) throw std::invalid_argument("idem: token \"-\" is no reservation's token");
 }
 
 void check_duration(duration d, const char* what) {

@@ -98,6 +98,10 @@ IDEM_API void check_token(std::string_view token);
 IDEM_API void check_duration(duration d, const char* what);
 // A fresh random fencing token: 32 lowercase hex characters.
 [[nodiscard]] IDEM_API std::string new_token();
+// The token of a record a transaction writes whole (insert): no one holds
+// it, so no release or completion may name it (check_token refuses it), and
+// one byte instead of a random token's 32 keeps every record row shorter.
+inline constexpr std::string_view unheld_token = "-";
 }  // namespace detail
 
 }  // namespace idem

@@ -265,7 +265,7 @@ public:
         : at_commit(std::move(owner)),
           digest_(key.digest()),
           name_space_(readable(key.name_space(), scratch_)),
-          token_(new_token()),
+          token_(unheld_token),
           fingerprint_(fingerprint),
           payload_(payload.value_or(std::string_view())),
           completed_(payload.has_value()),

@@ -222,7 +222,7 @@ record_lookup sqlite_store::do_look_up_in(unit_of_work& tx, const record_key& ke
 
 void sqlite_store::do_insert_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                 std::optional<std::string_view> payload, duration span) {
-    impl_->statements(tx).insert(key, fingerprint, detail::new_token(), payload, impl_->times(span));
+    impl_->statements(tx).insert(key, fingerprint, detail::unheld_token, payload, impl_->times(span));
 }
 
 bool sqlite_store::do_release_in(unit_of_work& tx, const record_key& key, std::string_view token) {

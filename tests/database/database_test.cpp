@@ -94,6 +94,28 @@ TEST_CASE("once: a key in flight elsewhere answers in_flight; an expired one is 
     });
 }
 
+// The record a transaction writes whole (the lookup, the work, then the record
+// with COMMIT) has no holder: its token is one byte, which no call may name.
+TEST_CASE("once: the record written with the work has no holder's token: one byte, which no call may name") {
+    on_every_bank([&](idem::database& db) {
+        auto work = [&](idem::unit_of_work& uow) {
+            move(uow, 1);
+            return std::string("moved 1");
+        };
+        CHECK(db.once(key_of("whole"), "fp", work).status() == execution_status::executed);
+        long long widest = 0;
+        db.transact([&](idem::unit_of_work& uow) {
+            uow.sql() << "SELECT MAX(length(token)) FROM idem_records", soci::into(widest);
+        });
+        CHECK(widest == 1);
+        CHECK_THROWS_AS((void)db.store().release(key_of("whole"), idem::detail::unheld_token), std::invalid_argument);
+        CHECK_THROWS_AS((void)db.store().complete(key_of("whole"), idem::detail::unheld_token, "fp", "forged", 1min),
+                        std::invalid_argument);
+        CHECK(db.once(key_of("whole"), "fp", work).value() == "moved 1");
+        CHECK(balance(db, "bob") == 1);
+    });
+}
+
 TEST_CASE("once: a business constraint violation is its own typed error, rolled back, not a lost race") {
     on_every_bank([&](idem::database& db) {
         int runs = 0;

@@ -38,3 +38,8 @@ TEST_CASE("tokens: a forked child never draws the tokens its parent draws next")
     CHECK(WIFEXITED(status));
     CHECK(std::string(buffer, sizeof buffer) != parent_token);
 }
+
+TEST_CASE("tokens: the token of a record written whole is no reservation's, and no call may name it") {
+    CHECK_THROWS_AS(idem::detail::check_token(idem::detail::unheld_token), std::invalid_argument);
+    CHECK_NOTHROW(idem::detail::check_token(idem::detail::new_token()));
+}
