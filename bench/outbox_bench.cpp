@@ -137,6 +137,7 @@ void prefill(idem::database& db, std::size_t messages, std::size_t keys) {
     const bool postgresql = db.backend() == idem::database_url::backend::postgresql;
     db.transact([&](idem::unit_of_work& uow) {
         uow.sql() << (postgresql ? "TRUNCATE idem_outbox" : "DELETE FROM idem_outbox");
+        if (!postgresql) uow.sql() << "DELETE FROM idem_outbox_intake";
     });
     for (std::size_t done = 0; done < messages;) {
         db.transact([&](idem::unit_of_work& uow) {

@@ -102,6 +102,13 @@ std::string kept_answer(std::string_view answer) {
     return kept;
 }
 
+// The size of the vectors a statement reads up to `limit` rows into (its
+// LIMIT): one more, since SOCI filled vectors of one element with no row at
+// all (a claim of one message took none).
+std::size_t vector_room(std::size_t limit) {
+    return limit + 1;
+}
+
 std::string claim_clause(unit_of_work& uow) {
     return std::string(uow.internals().dialect().claim_clause());
 }
@@ -129,20 +136,29 @@ struct insert_statement {
     long long at = 0;
     soci::statement st;
 
-    insert_statement(soci::session& sql, const bytes_codec& bytes, bool kept) : st(sql) {
+    insert_statement(soci::session& sql, const bytes_codec& bytes, bool intake, bool kept) : st(sql) {
         st.exchange(soci::use(id, "id"));
         st.exchange(soci::use(topic, "topic"));
         st.exchange(soci::use(key, key_null, "ordering_key"));
         st.exchange(soci::use(headers, "headers"));
         st.exchange(soci::use(payload, "payload"));
         st.exchange(soci::use(at, "created"));
-        st.exchange(soci::use(at, "available"));
+        const std::string values = "VALUES (:id, :topic, :ordering_key, " + bytes.parameter("headers") + ", " +
+                                   bytes.parameter("payload") + ", :created";
+        if (intake) {
+            prepare_statement(st,
+                              "INSERT INTO idem_outbox_intake (id, topic, ordering_key, headers, payload, "
+                              "created_at) " +
+                                  values + ")",
+                              kept);
+            return;
+        }
         // Each placeholder once: SOCI numbers every occurrence of a name apart.
+        st.exchange(soci::use(at, "available"));
         prepare_statement(st,
                           "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, "
-                          "available_at) VALUES (:id, :topic, :ordering_key, " +
-                              bytes.parameter("headers") + ", " + bytes.parameter("payload") +
-                              ", :created, :available) ON CONFLICT (id) DO NOTHING",
+                          "available_at) " +
+                              values + ", :available) ON CONFLICT (id) DO NOTHING",
                           kept);
     }
 };
@@ -183,15 +199,16 @@ void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) 
     }
     static const std::uint64_t owner = new_connection_cache_owner();
     const bytes_codec bytes(uow);
+    const bool intake = tx.dialect().publishes_through_intake();
     soci::session& sql = uow.sql();
     std::unique_ptr<insert_statement> once;
     insert_statement* statement = nullptr;
-    if (uow.internals().keeps_statements()) {
-        std::shared_ptr<void>& slot = uow.internals().connection_cache(owner);
-        if (!slot) slot = std::make_shared<insert_statement>(sql, bytes, true);
+    if (tx.keeps_statements()) {
+        std::shared_ptr<void>& slot = tx.connection_cache(owner);
+        if (!slot) slot = std::make_shared<insert_statement>(sql, bytes, intake, true);
         statement = static_cast<insert_statement*>(slot.get());
     } else {
-        once = std::make_unique<insert_statement>(sql, bytes, false);
+        once = std::make_unique<insert_statement>(sql, bytes, intake, false);
         statement = once.get();
     }
     insert_statement& s = *statement;
@@ -223,10 +240,11 @@ std::string by_id(unit_of_work& uow, const std::string& subquery) {
 // has them; it never reads what is claimed, backing off or set aside.
 std::vector<claimed_row> take_free(unit_of_work& uow, const bytes_codec& bytes, std::size_t limit, long long now,
                                    long long until, const std::string& token) {
-    std::vector<long long> seq(limit), created(limit);
-    std::vector<std::string> id(limit), topic(limit), key(limit), headers(limit), payload(limit);
-    std::vector<soci::indicator> key_null(limit);
-    std::vector<int> attempts(limit);
+    const std::size_t room = vector_room(limit);
+    std::vector<long long> seq(room), created(room);
+    std::vector<std::string> id(room), topic(room), key(room), headers(room), payload(room);
+    std::vector<soci::indicator> key_null(room);
+    std::vector<int> attempts(room);
     long long n = static_cast<long long>(limit);
     const std::string free =
         "SELECT o.id FROM idem_outbox o WHERE o.state = 0 AND o.available_at <= :now AND (o.ordering_key IS NULL "
@@ -297,11 +315,33 @@ std::size_t set_aside_waiting(unit_of_work& uow, std::size_t limit, long long no
     return static_cast<std::size_t>(st.get_affected_rows());
 }
 
+// Moves up to `limit` messages from the intake into the outbox, in the order
+// they were published, each taking its seq there as it comes in (above every
+// row already in): those of a key come in after every earlier one of it, and
+// before any later. A message whose id is in the outbox already is dropped,
+// as publishing it there drops it (the same record's work run again).
+void take_in(unit_of_work& uow, std::size_t limit) {
+    soci::session& sql = uow.sql();
+    long long n = static_cast<long long>(limit), last = 0;
+    soci::indicator none = soci::i_null;
+    sql << "SELECT MAX(seq) FROM (SELECT seq FROM idem_outbox_intake ORDER BY seq LIMIT :n)", soci::use(n, "n"),
+        soci::into(last, none);
+    if (none != soci::i_ok) return;
+    sql << "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, available_at) "
+           "SELECT id, topic, ordering_key, headers, payload, created_at, created_at FROM idem_outbox_intake "
+           "WHERE seq <= :last ORDER BY seq ON CONFLICT (id) DO NOTHING",
+        soci::use(last, "last");
+    sql << "DELETE FROM idem_outbox_intake WHERE seq <= :last", soci::use(last, "last");
+}
+
 }  // namespace
 
 std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now, std::int64_t lease_end,
                                const std::string& token) {
     apply_queue_settings(uow);
+    // As many as the claim may read (see set_aside_waiting): other keys'
+    // messages behind a key's long queue come in while it waits.
+    if (uow.internals().dialect().publishes_through_intake()) take_in(uow, limit * 16);
     std::vector<claimed_row> rows = take_free(uow, bytes_codec(uow), limit, now, lease_end, token);
     // Less than a quarter of a batch: messages that wait may be what the
     // scan read most (a key's long queue, the messages behind a dead letter).
@@ -390,6 +430,16 @@ totals count(unit_of_work& uow) {
         soci::into(pending), soci::into(dead), soci::into(oldest, oldest_null);
     totals t{.pending = pending, .dead = dead};
     if (oldest_null == soci::i_ok) t.oldest_pending = oldest;
+    if (uow.internals().dialect().publishes_through_intake()) {
+        // Pending too, and published after every message in the outbox.
+        long long waiting = 0, first = 0;
+        soci::indicator first_null = soci::i_null;
+        sql << "SELECT COUNT(*), (SELECT created_at FROM idem_outbox_intake ORDER BY seq LIMIT 1) "
+               "FROM idem_outbox_intake",
+            soci::into(waiting), soci::into(first, first_null);
+        t.pending += waiting;
+        if (!t.oldest_pending && first_null == soci::i_ok) t.oldest_pending = first;
+    }
     return t;
 }
 
@@ -421,9 +471,10 @@ std::size_t count_delivered(soci::session& sql, std::int64_t delivered_before) {
 
 std::vector<dead_row> dead_letters(unit_of_work& uow, std::size_t limit) {
     soci::session& sql = uow.sql();
-    std::vector<std::string> id(limit), topic(limit), answer(limit);
-    std::vector<soci::indicator> answer_null(limit);
-    std::vector<int> attempts(limit);
+    const std::size_t room = vector_room(limit);
+    std::vector<std::string> id(room), topic(room), answer(room);
+    std::vector<soci::indicator> answer_null(room);
+    std::vector<int> attempts(room);
     long long n = static_cast<long long>(limit);
     sql << "SELECT id, topic, attempts, last_answer FROM idem_outbox WHERE state = 2 ORDER BY seq LIMIT :n",
         soci::use(n, "n"), soci::into(id), soci::into(topic), soci::into(attempts), soci::into(answer, answer_null);

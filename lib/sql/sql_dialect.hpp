@@ -56,6 +56,12 @@ public:
     // returns, the subquery run once and its rows looked up through the
     // column's index; by default "column IN (subquery)".
     [[nodiscard]] virtual std::string among(std::string_view column, std::string_view subquery) const;
+    // Whether publish writes a message to the outbox's intake, a table with no
+    // index, which a relay's claim empties into the outbox in order, rather
+    // than to the outbox and its indexes: where each page a COMMIT changes is
+    // one more page it writes and syncs (SQLite's WAL), the publishing
+    // transaction then changes one page for its messages, not one per index.
+    [[nodiscard]] virtual bool publishes_through_intake() const noexcept { return false; }
     // Whether bytes go through SOCI as hex text (PostgreSQL: SOCI binds text
     // parameters, which stop at a NUL) rather than as they are (SQLite).
     [[nodiscard]] virtual bool bytes_as_hex() const noexcept { return false; }

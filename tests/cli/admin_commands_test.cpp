@@ -35,7 +35,8 @@ TEST_CASE("migrate applies the schema once; a second run applies nothing and sti
     CHECK(r.out ==
           "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied 0004_steps\napplied "
           "0005_completer\n"
-          "applied 0006_outbox_claim_order\napplied 0007_operation_failures\napplied 0008_outbox_lean\n");
+          "applied 0006_outbox_claim_order\napplied 0007_operation_failures\napplied 0008_outbox_lean\napplied "
+          "0009_outbox_intake\n");
     CHECK(w.rows() == 0);
 
     r = w.idem({"migrate", "--db", w.db});
@@ -55,7 +56,8 @@ TEST_CASE("--db accepts sqlite:PATH, sqlite:///PATH and paths ending in .db, .sq
         CHECK(r.out ==
               "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied "
               "0004_steps\napplied 0005_completer\n"
-              "applied 0006_outbox_claim_order\napplied 0007_operation_failures\napplied 0008_outbox_lean\n");
+              "applied 0006_outbox_claim_order\napplied 0007_operation_failures\napplied 0008_outbox_lean\napplied "
+              "0009_outbox_intake\n");
     }
     CHECK(std::filesystem::exists(base / "a"));
     CHECK(std::filesystem::exists(base / "b.data"));

@@ -37,8 +37,17 @@ std::string awkward_bytes() {
     return s;
 }
 
+// Every message published and not deleted, as a table: on SQLite a message
+// waits in the outbox's intake until a relay's claim takes it in.
+std::string published(idem::database& db) {
+    return db.backend() == idem::database_url::backend::sqlite
+               ? "(SELECT id, topic, ordering_key FROM idem_outbox UNION ALL SELECT id, topic, ordering_key FROM "
+                 "idem_outbox_intake) m"
+               : "idem_outbox";
+}
+
 long long outbox_rows(idem::database& db) {
-    return count_rows(db, "SELECT COUNT(*) FROM idem_outbox");
+    return count_rows(db, "SELECT COUNT(*) FROM " + published(db));
 }
 
 // Keeps what the sink was given; answers as `answer` says.
@@ -80,10 +89,11 @@ void drain(idem::outbox_relay& relay) {
 // From here on the database refuses a message whose topic is "poison".
 void refuse_poison(idem::database& db, const place& where) {
     db.transact([&](idem::unit_of_work& uow) {
-        uow.sql() << (where.postgresql()
-                          ? "ALTER TABLE idem_outbox ADD CONSTRAINT refuse_poison CHECK (topic <> 'poison')"
-                          : "CREATE TRIGGER refuse_poison BEFORE INSERT ON idem_outbox WHEN NEW.topic = 'poison' "
-                            "BEGIN SELECT RAISE(ABORT, 'poison'); END");
+        uow.sql()
+            << (where.postgresql()
+                    ? "ALTER TABLE idem_outbox ADD CONSTRAINT refuse_poison CHECK (topic <> 'poison')"
+                    : "CREATE TRIGGER refuse_poison BEFORE INSERT ON idem_outbox_intake WHEN NEW.topic = 'poison' "
+                      "BEGIN SELECT RAISE(ABORT, 'poison'); END");
     });
 }
 
@@ -127,6 +137,71 @@ TEST_CASE("publish: the row is written in the transaction; bytes survive the tri
     }
 }
 
+TEST_CASE("publish on SQLite: a message waits in the intake, no index, until a claim takes it in, in order") {
+    for (const auto& where : places()) {
+        if (where->postgresql()) continue;  // PostgreSQL writes to the outbox itself
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        CHECK(count_rows(db,
+                         "SELECT COUNT(*) FROM sqlite_master WHERE tbl_name = 'idem_outbox_intake' AND type = "
+                         "'index'") == 0);
+        const auto before = std::chrono::system_clock::now() - 1ms;
+        for (const auto& [payload, key] : {std::pair{"m1", "a"}, {"m2", "b"}, {"m3", "a"}, {"m4", "c"}})
+            db.transact([&](idem::unit_of_work& uow) {
+                (void)uow.publish({.topic = "t", .payload = payload, .ordering_key = key});
+            });
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox_intake") == 4);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox") == 0);
+        const idem::outbox_metrics backlog = idem::outbox_backlog(db);
+        CHECK(backlog.pending == 4);
+        CHECK(backlog.lag >= std::chrono::system_clock::now() - before - 2s);
+        CHECK(backlog.lag <= std::chrono::system_clock::now() - before);
+
+        // A claim of one: all four come in, seq in the order they were published; m1 goes out.
+        recorder got;
+        idem::outbox_relay relay(db, got.sink(), quick({.batch = 1}));
+        CHECK(relay.run_once() == 1);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox_intake") == 0);
+        const std::vector<std::string> in_order = db.read([](soci::session& sql) {
+            std::vector<std::string> payloads;
+            soci::rowset<std::string> rows =
+                (sql.prepare << "SELECT CAST(payload AS TEXT) FROM idem_outbox ORDER BY seq");
+            for (const std::string& p : rows) payloads.push_back(p);
+            return payloads;
+        });
+        CHECK(in_order == std::vector<std::string>{"m1", "m2", "m3", "m4"});
+        CHECK(idem::outbox_backlog(db).pending == 3);
+        drain(relay);
+        std::vector<std::string> seen;
+        for (const auto& m : got.all()) seen.push_back(m.payload);
+        REQUIRE(seen.size() == 4);
+        CHECK(seen[0] == "m1");
+        CHECK(std::find(seen.begin(), seen.end(), "m1") < std::find(seen.begin(), seen.end(), "m3"));
+    }
+}
+
+TEST_CASE("relay: a batch of one claims one message; the dead letters listed one at a time") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        db.transact([](idem::unit_of_work& uow) {
+            for (const char* payload : {"1", "2", "3"}) (void)uow.publish("t", payload);
+        });
+        recorder got;
+        got.answer = [](const idem::outbox_delivery& m) {
+            return m.payload == "3" ? idem::delivery_result::refused("no") : idem::delivery_result::delivered();
+        };
+        idem::outbox_relay relay(db, got.sink(), quick({.batch = 1}));
+        CHECK(relay.run_once() == 1);
+        CHECK(idem::outbox_backlog(db).pending == 2);
+        drain(relay);
+        CHECK(got.all().size() == 3);
+        const std::vector<idem::dead_letter> dead = idem::dead_letters(db, 1);
+        REQUIRE(dead.size() == 1);
+        CHECK(dead[0].last_answer.find("no") != std::string::npos);
+    }
+}
+
 TEST_CASE("publish: a rolled-back transaction or savepoint leaves no message") {
     for (const auto& where : places()) {
         CAPTURE(where->url());
@@ -159,7 +234,7 @@ TEST_CASE("publish: a rolled-back transaction or savepoint leaves no message") {
             uow.savepoint([&] { (void)uow.publish("kept", "released"); });
         });
         CHECK(outbox_rows(db) == 2);
-        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE topic = 'kept'") == 2);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM " + published(db) + " WHERE topic = 'kept'") == 2);
     }
 }
 
@@ -181,13 +256,23 @@ TEST_CASE("publish in db.once: ids derive from the record; a replay publishes no
         CHECK(ids[0] != ids[1]);
         CHECK(outbox_rows(db) == 2);
         // The record gone (purged, forgotten), the same work runs again: the same
-        // ids, so the outbox keeps one row each and a receiver sees no new message.
-        CHECK(db.admin().forget(key.digest(), true).outcome == idem::forget_outcome::deleted);
-        CHECK(db.once(key, "fp", work).status() == idem::execution_status::executed);
-        REQUIRE(ids.size() == 4);
-        CHECK(ids[2] == ids[0]);
-        CHECK(ids[3] == ids[1]);
-        CHECK(outbox_rows(db) == 2);
+        // ids, so the outbox keeps one row each and a receiver sees no new message,
+        // while the first two wait (then the first time round, on SQLite
+        // still in the intake) and once they are delivered (the second).
+        recorder got;
+        idem::outbox_relay relay(db, got.sink(), quick());
+        for (const bool delivered_first : {false, true}) {
+            CAPTURE(delivered_first);
+            CHECK(db.admin().forget(key.digest(), true).outcome == idem::forget_outcome::deleted);
+            CHECK(db.once(key, "fp", work).status() == idem::execution_status::executed);
+            REQUIRE(ids.size() == (delivered_first ? 6 : 4));
+            CHECK(ids[ids.size() - 2] == ids[0]);
+            CHECK(ids[ids.size() - 1] == ids[1]);
+            drain(relay);
+            CHECK(outbox_rows(db) == 2);
+            CHECK(got.all().size() == 2);
+        }
+        ids.resize(4);
         // Another record: other ids. Outside a record: random ones.
         CHECK(db.once(key_of("t-2"), "fp", work).status() == idem::execution_status::executed);
         CHECK(ids[4] != ids[0]);
@@ -219,7 +304,7 @@ TEST_CASE(
             CAPTURE(n);
             const std::string k = "many-" + std::to_string(n);
             CHECK(publish_n(k, n, k).status() == idem::execution_status::executed);
-            CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE ordering_key = '" + k + "'") == n);
+            CHECK(count_rows(db, "SELECT COUNT(*) FROM " + published(db) + " WHERE ordering_key = '" + k + "'") == n);
         }
         recorder sink;
         idem::outbox_relay relay(db, sink.sink(), quick());
@@ -249,6 +334,8 @@ TEST_CASE(
             CHECK(publish_n(k, n, k).status() == idem::execution_status::replayed);
             db.transact([&](idem::unit_of_work& uow) {
                 uow.sql() << "DELETE FROM idem_outbox WHERE ordering_key = '" + k + "'";
+                if (!where->postgresql())
+                    uow.sql() << "DELETE FROM idem_outbox_intake WHERE ordering_key = '" + k + "'";
                 uow.sql() << "UPDATE accounts SET balance = balance - 1 WHERE id = 'bob'";
             });
         }
@@ -301,7 +388,8 @@ TEST_CASE("publish: after a message the database refused, the next goes in as gi
             }
         }
         CHECK(outbox_rows(db) == 3);
-        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE topic = 'plain' AND ordering_key IS NULL") == 3);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM " + published(db) +
+                                 " WHERE topic = 'plain' AND ordering_key IS NULL") == 3);
     }
 }
 
@@ -795,8 +883,22 @@ void lean_outbox_from_every_earlier_schema(const std::string& dialect) {
                 }
             });
         };
-        publish({"a1", "x1", "a2", "c1", "b1", "a3", "c2", "n1", "b2"});
         const std::int64_t now = idem::detail::outbox_table::now_ms(), hour = 3'600'000;
+        // Published as the versions of that schema published them: into idem_outbox.
+        db.transact([&](idem::unit_of_work& uow) {
+            for (const std::string name : {"a1", "x1", "a2", "c1", "b1", "a3", "c2", "n1", "b2"}) {
+                const bool keyed = name[0] != 'x' && name[0] != 'n';
+                id[name] = "id-" + name;
+                const std::string key = keyed ? name.substr(0, 1) : std::string();
+                soci::indicator key_null = keyed ? soci::i_ok : soci::i_null;
+                const std::string headers = "1:h" + std::to_string(name.size()) + ":" + name;
+                const long long at = now;
+                uow.sql() << "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, "
+                             "available_at) VALUES (:id, 't', :key, :headers, :payload, :created, :available)",
+                    soci::use(id[name]), soci::use(key, key_null), soci::use(headers), soci::use(name), soci::use(at),
+                    soci::use(at);
+            }
+        });
         const auto set = [&](const std::string& name, const std::string& assignments) {
             db.transact([&](idem::unit_of_work& uow) {
                 uow.sql() << "UPDATE idem_outbox SET " + assignments + " WHERE id = '" + id[name] + "'";
@@ -857,10 +959,11 @@ void lean_outbox_from_every_earlier_schema(const std::string& dialect) {
         // A message published after the purge deleted the highest seq still
         // comes after every message that waits.
         publish({"a4"});
-        const long long a4_seq = seq_of(db, id["a4"]);
         drain(relay);
+        const long long a4_seq = seq_of(db, id["a4"]);
         CHECK(idem::purge_delivered_messages(db, {.rest_between_batches = false}).deleted == 6);
         publish({"b3"});
+        drain(relay);  // b3 waits behind b1 (SQLite: in the outbox now, not its intake)
         CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE seq >= " + std::to_string(seq_of(db, id["b3"]))) ==
               1);
         if (dialect == "sqlite") CHECK(seq_of(db, id["b3"]) == a4_seq);  // a4's, used again
