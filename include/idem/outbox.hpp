@@ -1,6 +1,7 @@
 // idem/outbox.hpp: messages a unit of work publishes, written to the outbox
-// table in its own transaction, so they leave (through idem::outbox_relay) if
-// and only if the business writes commit.
+// (its intake, which the relay's claims empty into it) in its own
+// transaction, so they leave (through idem::outbox_relay) if and only if the
+// business writes commit.
 //
 //   db.once(key, fingerprint, [&](idem::unit_of_work& uow) {
 //       move_money(uow, transfer);

@@ -163,10 +163,13 @@ struct insert_statement {
     }
 };
 
-// The same INSERT sent with COMMIT, in libpq's numbering (see deferred_sql).
+// The same INSERTs sent with COMMIT, in libpq's numbering (see deferred_sql).
 constexpr const char* insert_at_commit_sql =
     "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, available_at) "
     "VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (id) DO NOTHING";
+constexpr const char* intake_at_commit_sql =
+    "INSERT INTO idem_outbox_intake (id, topic, ordering_key, headers, payload, created_at) "
+    "VALUES ($1, $2, $3, $4, $5, $6)";
 
 // Beyond this many messages a transaction's INSERTs go out as it publishes
 // them: the pipeline that ends it reads no answer before it has sent them all.
@@ -192,8 +195,9 @@ void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) 
             values.emplace_back(encode_headers(row.message.headers));
             values.emplace_back(row.message.payload);
             values.emplace_back(now);
-            tx.defer(std::make_unique<deferred_sql>(insert_at_commit_sql, "publishing a message", tx.keeps_statements(),
-                                                    std::move(values)));
+            tx.defer(std::make_unique<deferred_sql>(
+                tx.dialect().publishes_through_intake() ? intake_at_commit_sql : insert_at_commit_sql,
+                "publishing a message", tx.keeps_statements(), std::move(values)));
         }
         return;
     }
@@ -322,16 +326,31 @@ std::size_t set_aside_waiting(unit_of_work& uow, std::size_t limit, long long no
 // as publishing it there drops it (the same record's work run again).
 void take_in(unit_of_work& uow, std::size_t limit) {
     soci::session& sql = uow.sql();
-    long long n = static_cast<long long>(limit), last = 0;
-    soci::indicator none = soci::i_null;
-    sql << "SELECT MAX(seq) FROM (SELECT seq FROM idem_outbox_intake ORDER BY seq LIMIT :n)", soci::use(n, "n"),
-        soci::into(last, none);
-    if (none != soci::i_ok) return;
-    sql << "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, available_at) "
-           "SELECT id, topic, ordering_key, headers, payload, created_at, created_at FROM idem_outbox_intake "
-           "WHERE seq <= :last ORDER BY seq ON CONFLICT (id) DO NOTHING",
-        soci::use(last, "last");
-    sql << "DELETE FROM idem_outbox_intake WHERE seq <= :last", soci::use(last, "last");
+    long long n = static_cast<long long>(limit);
+    const std::string first_rows = "SELECT seq FROM idem_outbox_intake ORDER BY seq LIMIT :n";
+    constexpr const char* columns = "id, topic, ordering_key, headers, payload, created_at";
+    const std::string_view lock = uow.internals().dialect().intake_lock();
+    if (lock.empty()) {
+        // Writers serialised: the three statements see the same rows.
+        long long last = 0;
+        soci::indicator none = soci::i_null;
+        sql << "SELECT MAX(seq) FROM (" + first_rows + ")", soci::use(n, "n"), soci::into(last, none);
+        if (none != soci::i_ok) return;
+        sql << "INSERT INTO idem_outbox (" + std::string(columns) + ", available_at) SELECT " + columns +
+                   ", created_at FROM idem_outbox_intake WHERE seq <= :last ORDER BY seq ON CONFLICT (id) DO NOTHING",
+            soci::use(last, "last");
+        sql << "DELETE FROM idem_outbox_intake WHERE seq <= :last", soci::use(last, "last");
+        return;
+    }
+    int may = 0;
+    sql << std::string(lock), soci::into(may);
+    if (may == 0) return;  // another claim is taking in; this one claims what is in
+    // One statement: what leaves the intake is what comes in, rows committed
+    // since it began (an earlier seq's transaction ending late) stay for the next.
+    sql << "WITH taken AS (DELETE FROM idem_outbox_intake WHERE seq <= (SELECT MAX(seq) FROM (" + first_rows +
+               ") f) RETURNING seq, " + columns + ") INSERT INTO idem_outbox (" + columns + ", available_at) SELECT " +
+               columns + ", created_at FROM taken ORDER BY seq ON CONFLICT (id) DO NOTHING",
+        soci::use(n, "n");
 }
 
 }  // namespace

@@ -62,6 +62,11 @@ public:
     // one more page it writes and syncs (SQLite's WAL), the publishing
     // transaction then changes one page for its messages, not one per index.
     [[nodiscard]] virtual bool publishes_through_intake() const noexcept { return false; }
+    // A query a claim runs before it takes in the intake, true when this
+    // transaction may (the others' take-ins are done or will wait for it),
+    // false when another is taking in now: what each takes in comes after
+    // what the one before it took. Empty where writers are serialised anyway.
+    [[nodiscard]] virtual std::string_view intake_lock() const noexcept { return {}; }
     // Whether bytes go through SOCI as hex text (PostgreSQL: SOCI binds text
     // parameters, which stop at a NUL) rather than as they are (SQLite).
     [[nodiscard]] virtual bool bytes_as_hex() const noexcept { return false; }

@@ -206,6 +206,13 @@ public:
         return std::string(column) + " = ANY (ARRAY(" + std::string(subquery) + "))";
     }
     [[nodiscard]] bool bytes_as_hex() const noexcept override { return true; }
+    [[nodiscard]] bool publishes_through_intake() const noexcept override { return true; }
+    // Held until COMMIT; one per schema, so that two applications' outboxes in
+    // one database do not wait for each other.
+    [[nodiscard]] std::string_view intake_lock() const noexcept override {
+        return "SELECT CASE WHEN pg_try_advisory_xact_lock(hashtext(current_schema() || '.idem_outbox_intake')) "
+               "THEN 1 ELSE 0 END";
+    }
     // clock_timestamp(), not now(): a long transaction's steps see the time move on.
     [[nodiscard]] std::string_view clock_ms() const noexcept override {
         return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";

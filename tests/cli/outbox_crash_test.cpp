@@ -245,12 +245,9 @@ TEST_CASE(
         idem::database payments_view = idem::database::open(payments_db);
         idem::database mirror_view = idem::database::open(mirror_db);
         const auto deadline = std::chrono::steady_clock::now() + 60s;
-        // Not delivered yet: on SQLite, what waits in the outbox's intake too (one read of both).
+        // Not delivered yet: what waits in the outbox's intake too (one read of both).
         const std::string undelivered =
-            payments_view.backend() == idem::database_url::backend::sqlite
-                ? "SELECT (SELECT COUNT(*) FROM idem_outbox WHERE state <> 1) + (SELECT COUNT(*) FROM "
-                  "idem_outbox_intake)"
-                : "SELECT COUNT(*) FROM idem_outbox WHERE state <> 1";
+            "SELECT (SELECT COUNT(*) FROM idem_outbox WHERE state <> 1) + (SELECT COUNT(*) FROM idem_outbox_intake)";
         while (idem::test::count_rows(payments_view, undelivered) > 0 && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(50ms);
         for (service* s : all) s->check_running();

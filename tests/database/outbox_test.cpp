@@ -37,17 +37,14 @@ std::string awkward_bytes() {
     return s;
 }
 
-// Every message published and not deleted, as a table: on SQLite a message
-// waits in the outbox's intake until a relay's claim takes it in.
-std::string published(idem::database& db) {
-    return db.backend() == idem::database_url::backend::sqlite
-               ? "(SELECT id, topic, ordering_key FROM idem_outbox UNION ALL SELECT id, topic, ordering_key FROM "
-                 "idem_outbox_intake) m"
-               : "idem_outbox";
-}
+// Every message published and not deleted, as a table: a message waits in
+// the outbox's intake until a relay's claim takes it in.
+const std::string published =
+    "(SELECT id, topic, ordering_key FROM idem_outbox UNION ALL SELECT id, topic, ordering_key FROM "
+    "idem_outbox_intake) m";
 
 long long outbox_rows(idem::database& db) {
-    return count_rows(db, "SELECT COUNT(*) FROM " + published(db));
+    return count_rows(db, "SELECT COUNT(*) FROM " + published);
 }
 
 // Keeps what the sink was given; answers as `answer` says.
@@ -91,7 +88,7 @@ void refuse_poison(idem::database& db, const place& where) {
     db.transact([&](idem::unit_of_work& uow) {
         uow.sql()
             << (where.postgresql()
-                    ? "ALTER TABLE idem_outbox ADD CONSTRAINT refuse_poison CHECK (topic <> 'poison')"
+                    ? "ALTER TABLE idem_outbox_intake ADD CONSTRAINT refuse_poison CHECK (topic <> 'poison')"
                     : "CREATE TRIGGER refuse_poison BEFORE INSERT ON idem_outbox_intake WHEN NEW.topic = 'poison' "
                       "BEGIN SELECT RAISE(ABORT, 'poison'); END");
     });
@@ -137,14 +134,14 @@ TEST_CASE("publish: the row is written in the transaction; bytes survive the tri
     }
 }
 
-TEST_CASE("publish on SQLite: a message waits in the intake, no index, until a claim takes it in, in order") {
+TEST_CASE("publish: a message waits in the intake, no index, until a claim takes it in, in order") {
     for (const auto& where : places()) {
-        if (where->postgresql()) continue;  // PostgreSQL writes to the outbox itself
         CAPTURE(where->url());
         idem::database db = open_bank(*where);
-        CHECK(count_rows(db,
-                         "SELECT COUNT(*) FROM sqlite_master WHERE tbl_name = 'idem_outbox_intake' AND type = "
-                         "'index'") == 0);
+        CHECK(count_rows(db, where->postgresql() ? "SELECT COUNT(*) FROM pg_indexes WHERE tablename = "
+                                                   "'idem_outbox_intake' AND schemaname = current_schema()"
+                                                 : "SELECT COUNT(*) FROM sqlite_master WHERE tbl_name = "
+                                                   "'idem_outbox_intake' AND type = 'index'") == 0);
         const auto before = std::chrono::system_clock::now() - 1ms;
         for (const auto& [payload, key] : {std::pair{"m1", "a"}, {"m2", "b"}, {"m3", "a"}, {"m4", "c"}})
             db.transact([&](idem::unit_of_work& uow) {
@@ -162,10 +159,12 @@ TEST_CASE("publish on SQLite: a message waits in the intake, no index, until a c
         idem::outbox_relay relay(db, got.sink(), quick({.batch = 1}));
         CHECK(relay.run_once() == 1);
         CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox_intake") == 0);
-        const std::vector<std::string> in_order = db.read([](soci::session& sql) {
+        const std::vector<std::string> in_order = db.read([&](soci::session& sql) {
             std::vector<std::string> payloads;
             soci::rowset<std::string> rows =
-                (sql.prepare << "SELECT CAST(payload AS TEXT) FROM idem_outbox ORDER BY seq");
+                (sql.prepare << (where->postgresql()
+                                     ? "SELECT convert_from(payload, 'UTF8') FROM idem_outbox ORDER BY seq"
+                                     : "SELECT CAST(payload AS TEXT) FROM idem_outbox ORDER BY seq"));
             for (const std::string& p : rows) payloads.push_back(p);
             return payloads;
         });
@@ -234,7 +233,7 @@ TEST_CASE("publish: a rolled-back transaction or savepoint leaves no message") {
             uow.savepoint([&] { (void)uow.publish("kept", "released"); });
         });
         CHECK(outbox_rows(db) == 2);
-        CHECK(count_rows(db, "SELECT COUNT(*) FROM " + published(db) + " WHERE topic = 'kept'") == 2);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM " + published + " WHERE topic = 'kept'") == 2);
     }
 }
 
@@ -304,7 +303,7 @@ TEST_CASE(
             CAPTURE(n);
             const std::string k = "many-" + std::to_string(n);
             CHECK(publish_n(k, n, k).status() == idem::execution_status::executed);
-            CHECK(count_rows(db, "SELECT COUNT(*) FROM " + published(db) + " WHERE ordering_key = '" + k + "'") == n);
+            CHECK(count_rows(db, "SELECT COUNT(*) FROM " + published + " WHERE ordering_key = '" + k + "'") == n);
         }
         recorder sink;
         idem::outbox_relay relay(db, sink.sink(), quick());
@@ -334,8 +333,7 @@ TEST_CASE(
             CHECK(publish_n(k, n, k).status() == idem::execution_status::replayed);
             db.transact([&](idem::unit_of_work& uow) {
                 uow.sql() << "DELETE FROM idem_outbox WHERE ordering_key = '" + k + "'";
-                if (!where->postgresql())
-                    uow.sql() << "DELETE FROM idem_outbox_intake WHERE ordering_key = '" + k + "'";
+                uow.sql() << "DELETE FROM idem_outbox_intake WHERE ordering_key = '" + k + "'";
                 uow.sql() << "UPDATE accounts SET balance = balance - 1 WHERE id = 'bob'";
             });
         }
@@ -359,8 +357,8 @@ TEST_CASE(
                 }
             }
             CHECK(executed == 3);
-            CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE topic = 'after'") == 3);
-            CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE ordering_key LIKE 'after-%'") == 6);
+            CHECK(count_rows(db, "SELECT COUNT(*) FROM " + published + " WHERE topic = 'after'") == 3);
+            CHECK(count_rows(db, "SELECT COUNT(*) FROM " + published + " WHERE ordering_key LIKE 'after-%'") == 6);
         }
 #endif
     }
@@ -388,8 +386,8 @@ TEST_CASE("publish: after a message the database refused, the next goes in as gi
             }
         }
         CHECK(outbox_rows(db) == 3);
-        CHECK(count_rows(db, "SELECT COUNT(*) FROM " + published(db) +
-                                 " WHERE topic = 'plain' AND ordering_key IS NULL") == 3);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM " + published + " WHERE topic = 'plain' AND ordering_key IS NULL") ==
+              3);
     }
 }
 

@@ -19,6 +19,7 @@
 #include "idem/completer.hpp"
 #include "idem/database.hpp"
 #include "idem/error.hpp"
+#include "idem/outbox_relay.hpp"
 #include "pgbouncer.hpp"
 #include "postgres_server.hpp"
 #include "recording_sink.hpp"
@@ -220,13 +221,24 @@ TEST_CASE("PgBouncer transaction pooling: statement names a dead client left bre
     idem::database db = idem::database::open(through_pooler, {.pool_size = 2, .transaction_pooler = true});
     // The migration runner reads the versions applied.
     CHECK_NOTHROW((void)db.migrate());
-    // The outbox: publish in a unit of work.
+    // The outbox: publish in a unit of work, and a relay's claim that takes it in and delivers it.
     CHECK_NOTHROW(db.transact([](idem::unit_of_work& uow) { (void)uow.publish("leftovers.checked", "{}"); }));
-    CHECK(db.read([](soci::session& sql) {
-        long long n = 0;
-        sql << "SELECT COUNT(*) FROM idem_outbox WHERE topic = 'leftovers.checked'", soci::into(n);
-        return n;
-    }) == 1);
+    const auto rows = [&](const std::string& query) {
+        return db.read([&](soci::session& sql) {
+            long long n = 0;
+            sql << query, soci::into(n);
+            return n;
+        });
+    };
+    CHECK(rows("SELECT COUNT(*) FROM idem_outbox_intake WHERE topic = 'leftovers.checked'") == 1);
+    std::atomic<int> delivered{0};
+    idem::outbox_relay relay(db, std::make_shared<idem::callback_sink>([&](const idem::outbox_delivery&) {
+                                 ++delivered;
+                                 return idem::delivery_result::delivered();
+                             }));
+    CHECK(relay.run_once() == 1);
+    CHECK(delivered == 1);
+    CHECK(rows("SELECT COUNT(*) FROM idem_outbox WHERE topic = 'leftovers.checked' AND state = 1") == 1);
     steps_bank::create_tables(db);
     bool provider_down = false;
     const auto payment = steps_bank::payment(db, [&](const std::string& point) {

@@ -269,7 +269,7 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
     fixture f;
     CHECK(f.store.migrate().empty());
     CHECK(f.store.migrate().empty());
-    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_schema_versions") == 10);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_schema_versions") == 11);
 
     {
         idem::test::scratch_database scratch(f.conninfo, "fresh");
@@ -282,7 +282,8 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
         CHECK(store.migrate() == std::vector<std::string>{"0001_create_records", "0002_purge_by_insertion_order",
                                                           "0003_purge_by_expiry", "0004_lean_records", "0005_outbox",
                                                           "0006_steps", "0007_completer", "0008_outbox_claim_order",
-                                                          "0009_operation_failures", "0010_outbox_lean"});
+                                                          "0009_operation_failures", "0010_outbox_lean",
+                                                          "0011_outbox_intake"});
         CHECK(store.migrate().empty());
         CHECK(store.try_reserve(idem::record_key("m", "k"), "fp", 1min).status == reservation_status::reserved);
 
@@ -323,7 +324,7 @@ TEST_CASE("postgresql store: a table of the first schema, with rows in it, moves
              "hour')";
 
     idem::postgresql_store store{{.connection = scratch.conninfo()}};  // migrates on open
-    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 10);
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 11);
     // Keyed by the digest's first 16 bytes, without the key and scope text.
     CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE key_hash = '\\x" + idem::test::record_id_hex(done) +
                              "'") == 1);
