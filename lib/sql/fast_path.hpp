@@ -64,6 +64,10 @@ public:
     // The session for a store's statements: a deferred statement is sent first,
     // a held BEGIN is not (see held_begin()).
     [[nodiscard]] virtual soci::session& store_session() = 0;
+    // The session with nothing sent: for a store that defers a statement (it
+    // finds the statements it keeps for the connection through it). Anything
+    // that sends first sends what was deferred before, in its own round trip.
+    [[nodiscard]] virtual soci::session& deferring_session() noexcept = 0;
 
     // Whether a statement may wait for the COMMIT: a transaction of
     // idem::database::once, outside any savepoint. Deferred statements go out

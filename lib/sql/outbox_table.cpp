@@ -128,46 +128,31 @@ std::int64_t now_ms() noexcept {
 
 namespace {
 
-// The INSERT of publish, prepared once per connection (where statements may be
-// kept), its parameters bound to the members.
+// The INSERT of publish, into the intake (see take_in), prepared once per
+// connection (where statements may be kept), its parameters bound to the members.
 struct insert_statement {
     std::string id, topic, key, headers, payload;
     soci::indicator key_null = soci::i_null;
     long long at = 0;
     soci::statement st;
 
-    insert_statement(soci::session& sql, const bytes_codec& bytes, bool intake, bool kept) : st(sql) {
+    insert_statement(soci::session& sql, const bytes_codec& bytes, bool kept) : st(sql) {
         st.exchange(soci::use(id, "id"));
         st.exchange(soci::use(topic, "topic"));
         st.exchange(soci::use(key, key_null, "ordering_key"));
         st.exchange(soci::use(headers, "headers"));
         st.exchange(soci::use(payload, "payload"));
         st.exchange(soci::use(at, "created"));
-        const std::string values = "VALUES (:id, :topic, :ordering_key, " + bytes.parameter("headers") + ", " +
-                                   bytes.parameter("payload") + ", :created";
-        if (intake) {
-            prepare_statement(st,
-                              "INSERT INTO idem_outbox_intake (id, topic, ordering_key, headers, payload, "
-                              "created_at) " +
-                                  values + ")",
-                              kept);
-            return;
-        }
-        // Each placeholder once: SOCI numbers every occurrence of a name apart.
-        st.exchange(soci::use(at, "available"));
         prepare_statement(st,
-                          "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, "
-                          "available_at) " +
-                              values + ", :available) ON CONFLICT (id) DO NOTHING",
+                          "INSERT INTO idem_outbox_intake (id, topic, ordering_key, headers, payload, created_at) "
+                          "VALUES (:id, :topic, :ordering_key, " +
+                              bytes.parameter("headers") + ", " + bytes.parameter("payload") + ", :created)",
                           kept);
     }
 };
 
-// The same INSERTs sent with COMMIT, in libpq's numbering (see deferred_sql).
+// The same INSERT sent with COMMIT, in libpq's numbering (see deferred_sql).
 constexpr const char* insert_at_commit_sql =
-    "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, available_at) "
-    "VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (id) DO NOTHING";
-constexpr const char* intake_at_commit_sql =
     "INSERT INTO idem_outbox_intake (id, topic, ordering_key, headers, payload, created_at) "
     "VALUES ($1, $2, $3, $4, $5, $6)";
 
@@ -195,24 +180,22 @@ void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) 
             values.emplace_back(encode_headers(row.message.headers));
             values.emplace_back(row.message.payload);
             values.emplace_back(now);
-            tx.defer(std::make_unique<deferred_sql>(
-                tx.dialect().publishes_through_intake() ? intake_at_commit_sql : insert_at_commit_sql,
-                "publishing a message", tx.keeps_statements(), std::move(values)));
+            tx.defer(std::make_unique<deferred_sql>(insert_at_commit_sql, "publishing a message", tx.keeps_statements(),
+                                                    std::move(values)));
         }
         return;
     }
     static const std::uint64_t owner = new_connection_cache_owner();
     const bytes_codec bytes(uow);
-    const bool intake = tx.dialect().publishes_through_intake();
     soci::session& sql = uow.sql();
     std::unique_ptr<insert_statement> once;
     insert_statement* statement = nullptr;
     if (tx.keeps_statements()) {
         std::shared_ptr<void>& slot = tx.connection_cache(owner);
-        if (!slot) slot = std::make_shared<insert_statement>(sql, bytes, intake, true);
+        if (!slot) slot = std::make_shared<insert_statement>(sql, bytes, true);
         statement = static_cast<insert_statement*>(slot.get());
     } else {
-        once = std::make_unique<insert_statement>(sql, bytes, intake, false);
+        once = std::make_unique<insert_statement>(sql, bytes, false);
         statement = once.get();
     }
     insert_statement& s = *statement;
@@ -322,8 +305,13 @@ std::size_t set_aside_waiting(unit_of_work& uow, std::size_t limit, long long no
 // Moves up to `limit` messages from the intake into the outbox, in the order
 // they were published, each taking its seq there as it comes in (above every
 // row already in): those of a key come in after every earlier one of it, and
-// before any later. A message whose id is in the outbox already is dropped,
-// as publishing it there drops it (the same record's work run again).
+// before any later. A message whose id is in the outbox already is dropped
+// (the same record's work run again). Publish writes the intake, a table with
+// no index: one row, where a row in the outbox would be four writes (its
+// row, its id's, due and ordering key's index entries, two of them at random
+// places), each a page more in SQLite's WAL, an index insertion and its WAL
+// on PostgreSQL, in the business transaction. Here they are the relay's, a
+// batch at a time.
 void take_in(unit_of_work& uow, std::size_t limit) {
     soci::session& sql = uow.sql();
     long long n = static_cast<long long>(limit);
@@ -360,7 +348,7 @@ std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_
     apply_queue_settings(uow);
     // As many as the claim may read (see set_aside_waiting): other keys'
     // messages behind a key's long queue come in while it waits.
-    if (uow.internals().dialect().publishes_through_intake()) take_in(uow, limit * 16);
+    take_in(uow, limit * 16);
     std::vector<claimed_row> rows = take_free(uow, bytes_codec(uow), limit, now, lease_end, token);
     // Less than a quarter of a batch: messages that wait may be what the
     // scan read most (a key's long queue, the messages behind a dead letter).
@@ -449,16 +437,13 @@ totals count(unit_of_work& uow) {
         soci::into(pending), soci::into(dead), soci::into(oldest, oldest_null);
     totals t{.pending = pending, .dead = dead};
     if (oldest_null == soci::i_ok) t.oldest_pending = oldest;
-    if (uow.internals().dialect().publishes_through_intake()) {
-        // Pending too, and published after every message in the outbox.
-        long long waiting = 0, first = 0;
-        soci::indicator first_null = soci::i_null;
-        sql << "SELECT COUNT(*), (SELECT created_at FROM idem_outbox_intake ORDER BY seq LIMIT 1) "
-               "FROM idem_outbox_intake",
-            soci::into(waiting), soci::into(first, first_null);
-        t.pending += waiting;
-        if (!t.oldest_pending && first_null == soci::i_ok) t.oldest_pending = first;
-    }
+    // The intake's are pending too, and published after every message in the outbox.
+    long long waiting = 0, first = 0;
+    soci::indicator first_null = soci::i_null;
+    sql << "SELECT COUNT(*), (SELECT created_at FROM idem_outbox_intake ORDER BY seq LIMIT 1) FROM idem_outbox_intake",
+        soci::into(waiting), soci::into(first, first_null);
+    t.pending += waiting;
+    if (!t.oldest_pending && first_null == soci::i_ok) t.oldest_pending = first;
     return t;
 }
 

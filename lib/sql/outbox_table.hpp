@@ -26,9 +26,8 @@ struct new_row {
     outgoing_message message;
 };
 
-// Writes the messages in order (one statement each); a message whose id is
-// there already (the same record's work run again after its record expired)
-// is left as it is.
+// Writes the messages to the outbox's intake in order (one statement each),
+// where they wait until a claim takes them in.
 IDEM_API void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now);
 
 struct claimed_row {
@@ -42,12 +41,15 @@ struct claimed_row {
     std::int64_t created_at = 0;
 };
 
-// Takes up to `limit` due messages for `token` until `lease_end`, in the
-// order they came due, none whose ordering key has an earlier undelivered
-// message (so at most one of a key): their attempts go up by one. When it
-// finds few, messages that will go on waiting (deep in a key's queue, behind
-// a dead letter) are set aside until `lease_end`; settle() makes the next of
-// a key due as soon as the one before is delivered.
+// Takes in up to 16 batches of the intake (in order of publication; a
+// message whose id is in the outbox already, the same record's work run
+// again after its record expired, is dropped), then takes up to `limit` due
+// messages for `token` until `lease_end`, in the order they came due, none
+// whose ordering key has an earlier undelivered message (so at most one of a
+// key): their attempts go up by one. When it finds few, messages that will
+// go on waiting (deep in a key's queue, behind a dead letter) are set aside
+// until `lease_end`; settle() makes the next of a key due as soon as the one
+// before is delivered.
 [[nodiscard]] IDEM_API std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now,
                                                       std::int64_t lease_end, const std::string& token);
 

@@ -56,13 +56,7 @@ public:
     // returns, the subquery run once and its rows looked up through the
     // column's index; by default "column IN (subquery)".
     [[nodiscard]] virtual std::string among(std::string_view column, std::string_view subquery) const;
-    // Whether publish writes a message to the outbox's intake, a table with no
-    // index, which a relay's claim empties into the outbox in order, rather
-    // than to the outbox and its indexes: where each page a COMMIT changes is
-    // one more page it writes and syncs (SQLite's WAL), the publishing
-    // transaction then changes one page for its messages, not one per index.
-    [[nodiscard]] virtual bool publishes_through_intake() const noexcept { return false; }
-    // A query a claim runs before it takes in the intake, true when this
+    // A query a claim runs before it takes in the outbox's intake, true when this
     // transaction may (the others' take-ins are done or will wait for it),
     // false when another is taking in now: what each takes in comes after
     // what the one before it took. Empty where writers are serialised anyway.

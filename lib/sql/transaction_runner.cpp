@@ -237,6 +237,7 @@ public:
         run_deferred();
         return session_;
     }
+    soci::session& deferring_session() noexcept override { return session_; }
     [[nodiscard]] bool may_defer() const noexcept override { return fast_ && stage_ == stage::active && depth_ == 0; }
     void defer(std::unique_ptr<detail::deferred_statement> statement) override {
         if (!may_defer()) throw std::logic_error("idem: this transaction cannot defer a statement");

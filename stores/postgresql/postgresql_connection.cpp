@@ -206,7 +206,6 @@ public:
         return std::string(column) + " = ANY (ARRAY(" + std::string(subquery) + "))";
     }
     [[nodiscard]] bool bytes_as_hex() const noexcept override { return true; }
-    [[nodiscard]] bool publishes_through_intake() const noexcept override { return true; }
     // Held until COMMIT; one per schema, so that two applications' outboxes in
     // one database do not wait for each other.
     [[nodiscard]] std::string_view intake_lock() const noexcept override {

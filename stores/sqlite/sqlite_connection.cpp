@@ -69,8 +69,6 @@ public:
         return "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
     }
 
-    [[nodiscard]] bool publishes_through_intake() const noexcept override { return true; }
-
     // SOCI's SQLite error keeps the result code: it tells a busy database and a
     // constraint apart. The message is SQLite's generic text for the code.
     void translate_error(std::string_view what, soci::session*) const override {

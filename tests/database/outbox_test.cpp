@@ -25,6 +25,13 @@
 #include "migration_files.hpp"
 #include "sql/outbox_table.hpp"
 
+#ifdef IDEM_TEST_POSTGRESQL
+#include <libpq-fe.h>
+#include <soci/postgresql/soci-postgresql.h>
+
+#include <cstdio>
+#endif
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -363,6 +370,47 @@ TEST_CASE(
 #endif
     }
 }
+
+#ifdef IDEM_TEST_POSTGRESQL
+TEST_CASE(
+    "publish in db.once on PostgreSQL: up to 16 messages go with the record's statement and COMMIT, one round trip") {
+    postgresql_place where;
+    idem::database db = open_bank(where);
+    for (const int n : {1, 16}) {
+        CAPTURE(n);
+        // libpq's trace of what the client sends from the first message on: a
+        // pipeline ends with one Sync, so the Syncs are the round trips.
+        std::FILE* trace = std::tmpfile();
+        REQUIRE(trace != nullptr);
+        PGconn* conn = nullptr;
+        const auto e = db.once(key_of("traced-" + std::to_string(n)), "fp", [&](idem::unit_of_work& uow) {
+            move(uow, 1);
+            conn = static_cast<soci::postgresql_session_backend*>(uow.sql().get_backend())->conn_;
+            PQtrace(conn, trace);
+            PQsetTraceFlags(conn, PQTRACE_SUPPRESS_TIMESTAMPS);
+            for (int i = 0; i < n; ++i) (void)uow.publish("traced", std::to_string(i));
+            return std::string("moved");
+        });
+        PQuntrace(conn);
+        CHECK(e.status() == idem::execution_status::executed);
+        std::rewind(trace);
+        int syncs = 0, executes = 0;
+        char line[4096];
+        while (std::fgets(line, sizeof line, trace) != nullptr) {
+            const std::string text(line);
+            if (!text.starts_with("F\t")) continue;
+            if (text.find("\tSync") != std::string::npos) ++syncs;
+            if (text.find("\tExecute") != std::string::npos) ++executes;
+        }
+        std::fclose(trace);
+        CHECK(executes == n + 2);  // the messages, the record, COMMIT
+        CHECK(syncs == 1);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox_intake WHERE topic = 'traced'") == n);
+        db.transact(
+            [](idem::unit_of_work& uow) { uow.sql() << "DELETE FROM idem_outbox_intake WHERE topic = 'traced'"; });
+    }
+}
+#endif
 
 TEST_CASE("publish: after a message the database refused, the next goes in as given, no key where it has none") {
     for (const auto& where : places()) {
