@@ -123,7 +123,7 @@ public:
     // many messages it claimed (0: nothing was due). For tests and `idem relay
     // --drain`; store_error when the database fails.
     std::size_t run_once();
-    // The figures as of now (pending, dead and lag read from the table).
+    // The figures as of now (pending, dead and lag read from the outbox and its intake).
     [[nodiscard]] outbox_metrics metrics();
 
 private:
