@@ -306,9 +306,10 @@ std::size_t set_aside_waiting(unit_of_work& uow, std::size_t limit, long long no
 // they were published, each taking its seq there as it comes in (above every
 // row already in): those of a key come in after every earlier one of it, and
 // before any later. A message whose id is in the outbox already is dropped
-// (the same record's work run again). Publish writes the intake, a table with
-// no index: one row, where a row in the outbox would be four writes (its
-// row, its id's, due and ordering key's index entries, two of them at random
+// (the same record's work run again). Publish writes the intake, a table in
+// publication order with no other index (SQLite's rowid, PostgreSQL's key on
+// seq): one row, where a row in the outbox would be four writes (its row,
+// its id's, due and ordering key's index entries, two of them at random
 // places), each a page more in SQLite's WAL, an index insertion and its WAL
 // on PostgreSQL, in the business transaction. Here they are the relay's, a
 // batch at a time.
