@@ -61,6 +61,8 @@ struct IDEM_LOCAL outbox_relay::impl {
 
     std::atomic<std::uint64_t> delivered{0};
     std::atomic<std::uint64_t> failed{0};
+    std::atomic<std::uint64_t> duplicates{0};
+    std::atomic<std::uint64_t> conflicts{0};
     detail::pass_threads threads;
 
     impl(database& d, std::shared_ptr<outbox_sink> s, outbox_relay_options o)
@@ -96,6 +98,42 @@ struct IDEM_LOCAL outbox_relay::impl {
         const std::int64_t now = table::now_ms();
         ticket.lease_end = now + options.lease.count();
         return table::claim(uow, options.batch, now, ticket.lease_end, ticket.token);
+    }
+
+    // Runs `claiming` (a transaction's work that claims) in a transaction; a
+    // claim that met an id again rolls back, the intake is taken in message
+    // by message in a transaction of its own, and the claim runs again.
+    template <class Claiming>
+    std::vector<table::claimed_row> transact_claim(Claiming&& claiming) {
+        for (;;) {
+            try {
+                return db.transact(claiming);
+            } catch (const table::id_arrived_again&) {
+                report(
+                    db.transact([&](unit_of_work& uow) { return table::take_in_one_by_one(uow, options.batch * 16); }));
+            }
+        }
+    }
+
+    // Every message whose id was taken: counted, and each conflict logged.
+    void report(const table::intake_report& r) {
+        duplicates += r.duplicates.size();
+        conflicts += r.conflicts.size();
+        for (const table::arrived_again& d : r.duplicates)
+            options.telemetry->on_log({.level = log_level::warning,
+                                       .name = "idem.outbox.duplicate",
+                                       .key_hash = {},
+                                       .message = "idem: message " + d.id + " (" + d.topic +
+                                                  ") was published twice with the same content; delivered once"});
+        for (const table::arrived_again& c : r.conflicts)
+            options.telemetry->on_log(
+                {.level = log_level::error,
+                 .name = "idem.outbox.id_conflict",
+                 .key_hash = {},
+                 .message = "idem: message " + c.id + " (" + c.topic +
+                            ") arrived with content other than the message published under that id before; "
+                            "kept as dead letter " +
+                            c.kept_as + " (idem outbox dead, idem outbox requeue)"});
     }
 
     void settle(unit_of_work& uow, const outcome& o) {
@@ -142,7 +180,7 @@ struct IDEM_LOCAL outbox_relay::impl {
 
     std::size_t run_once() {
         claim_ticket ticket;
-        std::vector<table::claimed_row> claimed = db.transact([&](unit_of_work& uow) { return claim(uow, ticket); });
+        std::vector<table::claimed_row> claimed = transact_claim([&](unit_of_work& uow) { return claim(uow, ticket); });
         if (claimed.empty()) return 0;
         const outcome o = deliver(claimed, std::move(ticket));
         db.transact([&](unit_of_work& uow) { settle(uow, o); });
@@ -170,7 +208,7 @@ struct IDEM_LOCAL outbox_relay::impl {
 
     std::size_t round(std::optional<outcome>& unsettled) {
         claim_ticket ticket;
-        std::vector<table::claimed_row> claimed = db.transact([&](unit_of_work& uow) {
+        std::vector<table::claimed_row> claimed = transact_claim([&](unit_of_work& uow) {
             if (unsettled) settle(uow, *unsettled);
             return claim(uow, ticket);
         });
@@ -185,6 +223,8 @@ struct IDEM_LOCAL outbox_relay::impl {
         outbox_metrics m = outbox_backlog(db);
         m.delivered = delivered.load();
         m.failed = failed.load();
+        m.duplicates = duplicates.load();
+        m.conflicts = conflicts.load();
         return m;
     }
 };

@@ -82,6 +82,15 @@ void random_bytes(std::span<std::byte> out) {
         throw std::runtime_error("idem: the random generator failed");
 }
 
+std::string random_uuid() {
+    std::array<std::byte, 16> bytes{};
+    random_bytes(bytes);
+    bytes[6] = (bytes[6] & std::byte{0x0F}) | std::byte{0x40};  // version 4
+    bytes[8] = (bytes[8] & std::byte{0x3F}) | std::byte{0x80};  // RFC 9562 variant
+    const std::string h = hex(bytes);
+    return h.substr(0, 8) + '-' + h.substr(8, 4) + '-' + h.substr(12, 4) + '-' + h.substr(16, 4) + '-' + h.substr(20);
+}
+
 bool constant_time_equal(std::span<const std::byte> a, std::span<const std::byte> b) noexcept {
     return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }

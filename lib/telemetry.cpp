@@ -111,8 +111,14 @@ std::string metrics_sink::render_prometheus() const {
             "# HELP idem_outbox_failed_total Deliveries of this relay that failed.\n"
             "# TYPE idem_outbox_failed_total counter\nidem_outbox_failed_total {}\n"
             "# HELP idem_outbox_lag_seconds Age of the oldest pending message.\n"
-            "# TYPE idem_outbox_lag_seconds gauge\nidem_outbox_lag_seconds {:.3f}\n",
-            m.pending, m.dead, m.delivered, m.failed, std::chrono::duration<double>(m.lag).count());
+            "# TYPE idem_outbox_lag_seconds gauge\nidem_outbox_lag_seconds {:.3f}\n"
+            "# HELP idem_outbox_duplicates_total Messages this relay's claims found published twice under one id.\n"
+            "# TYPE idem_outbox_duplicates_total counter\nidem_outbox_duplicates_total {}\n"
+            "# HELP idem_outbox_id_conflicts_total Messages this relay's claims found under an id another message "
+            "had: dead-lettered under a new id.\n"
+            "# TYPE idem_outbox_id_conflicts_total counter\nidem_outbox_id_conflicts_total {}\n",
+            m.pending, m.dead, m.delivered, m.failed, std::chrono::duration<double>(m.lag).count(), m.duplicates,
+            m.conflicts);
     }
     if (completer_) {
         const completer_metrics& m = *completer_;

@@ -394,6 +394,7 @@ private:
 template <class T, class Work, class MakeCodec>
 execution<T> database::once_with(transaction_runner* on, const record_key& key, std::string_view fingerprint,
                                  Work& work, const execution_options& options, MakeCodec&& make_codec) {
+    detail::publishing_call call;
     return run_returning<execution<T>>(on, [&](transaction_runner& runner, detail::unit_run& run) {
         bool commit = true;
         return detail::run_owned<T>(
@@ -402,7 +403,7 @@ execution<T> database::once_with(transaction_runner* on, const record_key& key, 
                 run.committing = false;
                 decltype(auto) codec = make_codec(uow);
                 // The work's held-back writes (its changed objects) go before the record.
-                auto bound = [&]() -> T { return detail::flushed(uow, key, work); };
+                auto bound = [&]() -> T { return detail::flushed(uow, key, call, work); };
                 execution<T> e = detail::executor_access::execute_in(executor(), uow, key, fingerprint, options, bound,
                                                                      codec, {}, &owned);
                 commit = detail::commits(e, codec);

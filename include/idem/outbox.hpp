@@ -8,10 +8,13 @@
 //       uow.publish({.topic = "transfer.completed", .payload = transfer_json, .ordering_key = transfer.from});
 //   });
 //
-// Inside db.once the message id is derived from the record key and the
-// message's place in the work, so a run again (after a conflict, or after the
-// record expired) publishes the same ids and a receiver can dedupe by them.
-// See docs/outbox.md.
+// A message's id names one committed effect. Inside db.once it derives from
+// the record key, a token of the call and the message's place in the work: a
+// call's reruns (after a conflict, none of which committed) publish the same
+// ids, and every other call that runs the work (a duplicate in Observe or
+// Off, a key run again after its record expired or was forgotten) publishes
+// new ones, so a receiver that dedupes by id applies each effect once. See
+// docs/outbox.md.
 #pragma once
 
 #include <cstddef>
@@ -68,11 +71,17 @@ namespace detail {
 // gives it its id and holds it until the unit's next flush.
 IDEM_API std::string publish(unit_of_work& uow, outgoing_message message);
 
+// One db.once call: its token, made when its work first publishes, is in the
+// ids of every message the work publishes in any of the call's attempts.
+struct publishing_call {
+    std::string token;
+};
+
 // While one lives, messages `uow` publishes take their ids from `key` (the
-// record db.once is writing): set by detail::flushed around the work.
+// record db.once is writing) and `call`: set by detail::flushed around the work.
 class IDEM_API publishing_record {
 public:
-    publishing_record(unit_of_work& uow, const record_key& key);
+    publishing_record(unit_of_work& uow, const record_key& key, publishing_call& call);
     ~publishing_record();
     publishing_record(const publishing_record&) = delete;
     publishing_record& operator=(const publishing_record&) = delete;

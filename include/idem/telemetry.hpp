@@ -75,14 +75,19 @@ struct IDEM_API log_event {
 
 // An outbox relay's figures (idem/outbox_relay.hpp), reported every
 // relay_options::report_every: pending and dead as the table has them, the
-// relay's own delivered and failed attempts since it was made, and the age of
-// the oldest pending message.
+// relay's own delivered and failed attempts since it was made, the age of
+// the oldest pending message, and the messages whose id its claims found
+// taken: duplicates (the same message again, delivered once) and conflicts
+// (another message under a taken id, kept as a dead letter under a new id;
+// each one also a log event "idem.outbox.id_conflict").
 struct IDEM_API outbox_metrics {
     std::uint64_t pending = 0;
     std::uint64_t dead = 0;
     std::uint64_t delivered = 0;
     std::uint64_t failed = 0;
     std::chrono::milliseconds lag{0};
+    std::uint64_t duplicates = 0;
+    std::uint64_t conflicts = 0;
 };
 
 // A completer's figures (idem/completer.hpp), reported every
@@ -125,7 +130,8 @@ public:
     // The last figures a completer reported (all zero before).
     [[nodiscard]] completer_metrics completer() const;
     // idem_decisions_total{entry_point="...",outcome="...",mode="...",profile="..."} N, then
-    // idem_outbox_pending, _dead, _delivered_total, _failed_total, _lag_seconds once a relay reported,
+    // idem_outbox_pending, _dead, _delivered_total, _failed_total, _lag_seconds, _duplicates_total,
+    // _id_conflicts_total once a relay reported,
     // idem_completer_unfinished, _overdue, _completed_total, _compensated_total, _failed_total,
     // _lag_seconds once a completer reported.
     [[nodiscard]] std::string render_prometheus() const;

@@ -126,8 +126,9 @@ public:
     // Outbox (idem/outbox.hpp): writes a message to the outbox table in this
     // transaction (at the next flush, with the mapped objects), so it is relayed
     // if and only if the transaction commits; a savepoint rolled back takes the
-    // messages published in it. Returns the message id: inside db.once derived
-    // from the record key and the message's place in the work, else random.
+    // messages published in it. Returns the message id, one per committed
+    // effect: inside db.once derived from the record key, the call and the
+    // message's place in the work (the call's reruns keep it), else random.
     // message_too_large when over the limit; std::invalid_argument for an empty
     // or too long topic or ordering key.
     std::string publish(std::string topic, std::string payload) {

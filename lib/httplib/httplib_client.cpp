@@ -71,13 +71,7 @@ response received(const httplib::Response& res) {
 }  // namespace
 
 std::string new_key() {
-    std::array<std::byte, 16> bytes{};
-    detail::random_bytes(bytes);
-    bytes[6] = (bytes[6] & std::byte{0x0F}) | std::byte{0x40};  // version 4
-    bytes[8] = (bytes[8] & std::byte{0x3F}) | std::byte{0x80};  // RFC 9562 variant
-    const std::string hex = detail::hex(bytes);
-    return hex.substr(0, 8) + '-' + hex.substr(8, 4) + '-' + hex.substr(12, 4) + '-' + hex.substr(16, 4) + '-' +
-           hex.substr(20);
+    return detail::random_uuid();
 }
 
 call_result send(httplib::Client& client, const outgoing_request& request, const retry_policy& policy) {

@@ -20,6 +20,8 @@ using sha256_digest = std::array<std::byte, 32>;
 [[nodiscard]] std::string base64url(std::span<const std::byte> data);
 [[nodiscard]] IDEM_API std::string hex(std::span<const std::byte> data);
 IDEM_API void random_bytes(std::span<std::byte> out);
+// A version 4 UUID (RFC 9562) from random_bytes, in lowercase canonical text.
+[[nodiscard]] IDEM_API std::string random_uuid();
 // Compares in time that depends only on the lengths.
 [[nodiscard]] bool constant_time_equal(std::span<const std::byte> a, std::span<const std::byte> b) noexcept;
 

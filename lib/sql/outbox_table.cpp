@@ -3,11 +3,13 @@
 #include <soci/soci.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <memory>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -305,17 +307,18 @@ std::size_t set_aside_waiting(unit_of_work& uow, std::size_t limit, long long no
 // Moves up to `limit` messages from the intake into the outbox, in the order
 // they were published, each taking its seq there as it comes in (above every
 // row already in): those of a key come in after every earlier one of it, and
-// before any later. A message whose id is in the outbox already is dropped
-// (the same record's work run again). Publish writes the intake, a table in
-// publication order with no other index (SQLite's rowid, PostgreSQL's key on
-// seq): one row, where a row in the outbox would be four writes (its row,
-// its id's, due and ordering key's index entries, two of them at random
-// places), each a page more in SQLite's WAL, an index insertion and its WAL
-// on PostgreSQL, in the business transaction. Here they are the relay's, a
-// batch at a time.
+// before any later. Publish writes the intake, a table in publication order
+// with no other index (SQLite's rowid, PostgreSQL's key on seq): one row,
+// where a row in the outbox would be four writes (its row, its id's, due and
+// ordering key's index entries, two of them at random places), each a page
+// more in SQLite's WAL, an index insertion and its WAL on PostgreSQL, in the
+// business transaction. Here they are the relay's, a batch at a time. When
+// fewer come in than were taken (an id arrived again: the unique index on id
+// turned it away), nothing is dropped: id_arrived_again rolls the claim back
+// and take_in_one_by_one looks at each.
 void take_in(unit_of_work& uow, std::size_t limit) {
     soci::session& sql = uow.sql();
-    long long n = static_cast<long long>(limit);
+    long long n = static_cast<long long>(limit), taken = 0, came_in = 0;
     const std::string first_rows = "SELECT seq FROM idem_outbox_intake ORDER BY seq LIMIT :n";
     constexpr const char* columns = "id, topic, ordering_key, headers, payload, created_at";
     const std::string_view lock = uow.internals().dialect().intake_lock();
@@ -323,11 +326,18 @@ void take_in(unit_of_work& uow, std::size_t limit) {
         // Writers serialised: the three statements see the same rows.
         long long last = 0;
         soci::indicator none = soci::i_null;
-        sql << "SELECT MAX(seq) FROM (" + first_rows + ")", soci::use(n, "n"), soci::into(last, none);
+        sql << "SELECT MAX(seq), COUNT(*) FROM (" + first_rows + ")", soci::use(n, "n"), soci::into(last, none),
+            soci::into(taken);
         if (none != soci::i_ok) return;
-        sql << "INSERT INTO idem_outbox (" + std::string(columns) + ", available_at) SELECT " + columns +
-                   ", created_at FROM idem_outbox_intake WHERE seq <= :last ORDER BY seq ON CONFLICT (id) DO NOTHING",
-            soci::use(last, "last");
+        soci::statement st =
+            unnamed_statement(sql,
+                              "INSERT INTO idem_outbox (" + std::string(columns) + ", available_at) SELECT " + columns +
+                                  ", created_at FROM idem_outbox_intake WHERE seq <= :last ORDER BY "
+                                  "seq ON CONFLICT (id) DO NOTHING",
+                              soci::use(last, "last"));
+        st.execute(true);
+        came_in = st.get_affected_rows();
+        if (came_in != taken) throw id_arrived_again();
         sql << "DELETE FROM idem_outbox_intake WHERE seq <= :last", soci::use(last, "last");
         return;
     }
@@ -337,12 +347,110 @@ void take_in(unit_of_work& uow, std::size_t limit) {
     // One statement: what leaves the intake is what comes in, rows committed
     // since it began (an earlier seq's transaction ending late) stay for the next.
     sql << "WITH taken AS (DELETE FROM idem_outbox_intake WHERE seq <= (SELECT MAX(seq) FROM (" + first_rows +
-               ") f) RETURNING seq, " + columns + ") INSERT INTO idem_outbox (" + columns + ", available_at) SELECT " +
-               columns + ", created_at FROM taken ORDER BY seq ON CONFLICT (id) DO NOTHING",
-        soci::use(n, "n");
+               ") f) RETURNING seq, " + columns + "), came_in AS (INSERT INTO idem_outbox (" + columns +
+               ", available_at) SELECT " + columns +
+               ", created_at FROM taken ORDER BY seq ON CONFLICT (id) DO NOTHING RETURNING 1) "
+               "SELECT (SELECT COUNT(*) FROM taken), (SELECT COUNT(*) FROM came_in)",
+        soci::use(n, "n"), soci::into(taken), soci::into(came_in);
+    if (came_in != taken) throw id_arrived_again();
 }
 
+// A message of the intake as it was published.
+struct intake_row {
+    long long seq = 0;
+    long long created_at = 0;
+    std::string id, topic, key, headers, payload;  // headers and payload as SQL has them (see bytes_codec)
+    soci::indicator key_null = soci::i_null;
+
+    [[nodiscard]] bool same_message(const intake_row& other) const {
+        return topic == other.topic && key_null == other.key_null && (key_null != soci::i_ok || key == other.key) &&
+               headers == other.headers && payload == other.payload;
+    }
+};
+
 }  // namespace
+
+id_arrived_again::id_arrived_again() : std::runtime_error("idem: a message id arrived again in the outbox's intake") {}
+
+id_arrived_again::~id_arrived_again() = default;
+
+intake_report take_in_one_by_one(unit_of_work& uow, std::size_t limit) {
+    apply_queue_settings(uow);
+    soci::session& sql = uow.sql();
+    const bytes_codec bytes(uow);
+    intake_report report;
+    if (const std::string_view lock = uow.internals().dialect().intake_lock(); !lock.empty()) {
+        int may = 0;
+        sql << std::string(lock), soci::into(may);
+        if (may == 0) return report;  // another claim is taking in
+    }
+    std::vector<intake_row> rows;
+    {
+        intake_row r;
+        long long n = static_cast<long long>(limit);
+        soci::statement st = unnamed_statement(
+            sql,
+            "SELECT CAST(seq AS BIGINT), id, topic, ordering_key, " + bytes.column("headers") + ", " +
+                bytes.column("payload") + ", CAST(created_at AS BIGINT) FROM idem_outbox_intake ORDER BY seq LIMIT :n",
+            soci::use(n, "n"), soci::into(r.seq), soci::into(r.id), soci::into(r.topic), soci::into(r.key, r.key_null),
+            soci::into(r.headers), soci::into(r.payload), soci::into(r.created_at));
+        st.execute();
+        while (st.fetch()) rows.push_back(r);
+    }
+    intake_row in, put;
+    long long at = now_ms();
+    int state = 0;
+    soci::indicator done_null = soci::i_null;
+    std::string answer;
+    soci::indicator answer_null = soci::i_null;
+    soci::statement find =
+        unnamed_statement(sql,
+                          "SELECT topic, ordering_key, " + bytes.column("headers") + ", " + bytes.column("payload") +
+                              " FROM idem_outbox WHERE id = :id",
+                          soci::use(put.id, "id"), soci::into(in.topic), soci::into(in.key, in.key_null),
+                          soci::into(in.headers), soci::into(in.payload));
+    // A message whose id is taken comes in dead, under an id of its own.
+    soci::statement insert = unnamed_statement(
+        sql,
+        "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, available_at, state, "
+        "done_at, last_answer) VALUES (:id, :topic, :ordering_key, " +
+            bytes.parameter("headers") + ", " + bytes.parameter("payload") +
+            ", :created, :available, :state, :done, :answer)",
+        soci::use(put.id, "id"), soci::use(put.topic, "topic"), soci::use(put.key, put.key_null, "ordering_key"),
+        soci::use(put.headers, "headers"), soci::use(put.payload, "payload"), soci::use(put.created_at, "created"),
+        soci::use(at, "available"), soci::use(state, "state"), soci::use(at, done_null, "done"),
+        soci::use(answer, answer_null, "answer"));
+    soci::statement remove =
+        unnamed_statement(sql, "DELETE FROM idem_outbox_intake WHERE seq = :seq", soci::use(put.seq, "seq"));
+    for (intake_row& row : rows) {
+        put = std::move(row);
+        in = {};
+        find.execute(true);
+        const bool taken = find.got_data();
+        if (!taken) {
+            at = put.created_at;
+            state = 0;
+            done_null = answer_null = soci::i_null;
+            insert.execute(true);
+        } else if (put.same_message(in)) {
+            // The same message published twice under one id: one delivery serves both.
+            report.duplicates.push_back({.id = put.id, .topic = put.topic, .kept_as = {}});
+        } else {
+            const std::string original = std::exchange(put.id, random_uuid());
+            at = now_ms();
+            state = 2;
+            done_null = answer_null = soci::i_ok;
+            answer = "idem: its id " + original +
+                     " had been published before for another message; kept under a new id, requeue it to deliver";
+            insert.execute(true);
+            report.conflicts.push_back({.id = original, .topic = put.topic, .kept_as = put.id});
+        }
+        remove.execute(true);
+    }
+    return report;
+}
+
+namespace {}  // namespace
 
 std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now, std::int64_t lease_end,
                                const std::string& token) {

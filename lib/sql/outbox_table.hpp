@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -41,9 +42,8 @@ struct claimed_row {
     std::int64_t created_at = 0;
 };
 
-// Takes in up to 16 batches of the intake (in order of publication; a
-// message whose id is in the outbox already, the same record's work run
-// again after its record expired, is dropped), then takes up to `limit` due
+// Takes in up to 16 batches of the intake (in order of publication; when an
+// id arrives again, id_arrived_again: see take_in_one_by_one), then takes up to `limit` due
 // messages for `token` until `lease_end`, in the order they came due, none
 // whose ordering key has an earlier undelivered message (so at most one of a
 // key): their attempts go up by one. When it finds few, messages that will
@@ -52,6 +52,35 @@ struct claimed_row {
 // before is delivered.
 [[nodiscard]] IDEM_API std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now,
                                                       std::int64_t lease_end, const std::string& token);
+
+// claim() found a message whose id is in the outbox already (or twice in
+// the intake): nothing is dropped; the caller rolls the claim back, runs
+// take_in_one_by_one in a transaction of its own, and claims again.
+class IDEM_API id_arrived_again : public std::runtime_error {
+public:
+    id_arrived_again();
+    ~id_arrived_again() override;  // defined in idem_sql, which alone emits its typeinfo
+};
+
+// A message of the intake whose id was taken.
+struct arrived_again {
+    std::string id;
+    std::string topic;
+    std::string kept_as;  // conflicts: the id it is dead-lettered under
+};
+struct intake_report {
+    std::vector<arrived_again> duplicates;  // the same message again: dropped, its twin delivers it
+    std::vector<arrived_again> conflicts;   // another message: kept as a dead letter under a new id
+};
+
+// Takes in up to `limit` messages of the intake one at a time, in
+// publication order: a message whose id is free comes in as claim() takes
+// it in; one whose id is taken by the same message (topic, ordering key,
+// headers and payload) is a duplicate and goes; one whose id is taken by
+// another message is a conflict and comes in dead, under a new random id,
+// its answer naming the id it had. Nothing else is dropped. The slow path,
+// for the rare claim that met an id again.
+[[nodiscard]] IDEM_API intake_report take_in_one_by_one(unit_of_work& uow, std::size_t limit);
 
 enum class settle_kind : unsigned char { retry, dead };
 

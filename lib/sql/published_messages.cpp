@@ -31,24 +31,14 @@ namespace {
 struct publishing {
     unit_of_work* uow;
     const record_key* key;
+    publishing_call* call;
 };
 thread_local std::vector<publishing> publishing_now;
 
-const record_key* record_of(unit_of_work& uow) noexcept {
+const publishing* record_of(unit_of_work& uow) noexcept {
     for (auto it = publishing_now.rbegin(); it != publishing_now.rend(); ++it)
-        if (it->uow == &uow) return it->key;
+        if (it->uow == &uow) return &*it;
     return nullptr;
-}
-
-// A version 4 UUID from the system's random source.
-std::string random_id() {
-    std::array<std::byte, 16> bytes{};
-    random_bytes(bytes);
-    bytes[6] = (bytes[6] & std::byte{0x0F}) | std::byte{0x40};
-    bytes[8] = (bytes[8] & std::byte{0x3F}) | std::byte{0x80};
-    const std::string h = hex(bytes);
-    return h.substr(0, 8) + '-' + h.substr(8, 4) + '-' + h.substr(12, 4) + '-' + h.substr(16, 4) + '-' +
-           h.substr(20, 12);
 }
 
 // Topic and ordering key are text columns: valid UTF-8 without NUL, 1 to 255 bytes.
@@ -62,8 +52,8 @@ void require_label(std::string_view text, std::string_view what, std::size_t max
 
 }  // namespace
 
-publishing_record::publishing_record(unit_of_work& uow, const record_key& key) {
-    publishing_now.push_back({&uow, &key});
+publishing_record::publishing_record(unit_of_work& uow, const record_key& key, publishing_call& call) {
+    publishing_now.push_back({&uow, &key, &call});
 }
 
 publishing_record::~publishing_record() {
@@ -80,17 +70,25 @@ std::string publish(unit_of_work& uow, outgoing_message message) {
     }
     const std::size_t limit = uow.internals().max_message_bytes();
     if (bytes > limit) throw message_too_large(bytes, limit);
-    return uow.features().part<published_messages>().add(std::move(message), record_of(uow));
+    const publishing* record = record_of(uow);
+    if (record == nullptr) return uow.features().part<published_messages>().add(std::move(message), nullptr, {});
+    // Made at the call's first message: a call that publishes nothing pays nothing.
+    if (record->call->token.empty()) {
+        std::array<std::byte, 16> token{};
+        random_bytes(token);
+        record->call->token = hex(token);
+    }
+    return uow.features().part<published_messages>().add(std::move(message), record->key, record->call->token);
 }
 
-std::string published_messages::add(outgoing_message message, const record_key* record) {
+std::string published_messages::add(outgoing_message message, const record_key* record, std::string_view call) {
     std::string id;
     if (record != nullptr) {
         std::string storage_key = record->to_storage_key();
         const std::size_t n = ++published_by_record_[storage_key];
-        id = keys::to_uuid_v5("idem.outbox", {storage_key, std::to_string(n)});
+        id = keys::to_uuid_v5("idem.outbox", {storage_key, call, std::to_string(n)});
     } else {
-        id = random_id();
+        id = random_uuid();
     }
     held_.push_back({id, std::move(message)});
     return id;

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "idem/detail/unit_state.hpp"
@@ -20,9 +21,10 @@ class published_messages final : public unit_part {
 public:
     explicit published_messages(int depth) noexcept { (void)depth; }
 
-    // The message's id: from `record` (its storage key) and the message's place
-    // among those of that record's work, or random without a record.
-    std::string add(outgoing_message message, const record_key* record);
+    // The message's id: from `record` (its storage key), the token of the
+    // db.once `call` running its work and the message's place among those of
+    // that work, or random without a record.
+    std::string add(outgoing_message message, const record_key* record, std::string_view call);
 
     void flush(unit_of_work& uow) override;
     void savepoint_rolled_back(int depth) override;

@@ -304,3 +304,129 @@ TEST_CASE(
         payments.stop();
     }
 }
+
+namespace {
+
+// Runs `idem ARGS...` to its end; its exit status, its output in `output`.
+int run_idem(const std::vector<std::string>& args, const std::filesystem::path& output) {
+    idem::test::spawn_options o;
+    o.argv = {IDEM_BINARY};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.output_file = output;
+    child_process p(std::move(o));
+    REQUIRE(p.wait_for_exit(60s));
+    const int status = p.reap();
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string read_text(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// A database of its own: a SQLite file, or a scratch PostgreSQL database.
+std::unique_ptr<idem::test::place> fresh_place(bool postgresql) {
+#ifdef IDEM_TEST_POSTGRESQL
+    if (postgresql) return std::make_unique<idem::test::postgresql_place>();
+#endif
+    REQUIRE_FALSE(postgresql);
+    return std::make_unique<idem::test::sqlite_place>();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a transfer run twice under one key (Observe, Off, Enforce after its record expired and after idem forget): "
+    "both runs' events reach the ledger mirror, whose books equal the ledger's") {
+    struct way {
+        const char* name;
+        std::vector<std::string> flags;
+        const char* between;  // what happens between the two POSTs
+    };
+    const std::vector<way> ways = {
+        {"observe", {"--mode", "observe"}, ""},
+        {"off", {"--mode", "off"}, ""},
+        {"enforce, record expired", {}, "expire"},
+        {"enforce, record forgotten", {}, "forget"},
+    };
+    std::vector<bool> backends{false};
+#ifdef IDEM_TEST_POSTGRESQL
+    backends.push_back(true);
+#endif
+    for (const bool postgresql : backends) {
+        for (const way& w : ways) {
+            // Each way on databases of its own.
+            const auto payments_place = fresh_place(postgresql), mirror_place = fresh_place(postgresql);
+            const std::string payments_db = payments_place->url(), mirror_db = mirror_place->url();
+            CAPTURE(payments_db);
+            const std::string way_name = w.name;
+            CAPTURE(way_name);
+            idem::test::temp_dir logs{"outbox-twice"};
+            const std::string relay_secret = "whsec-relay";
+            const int payments_port = idem::test::free_loopback_port(), mirror_port = idem::test::free_loopback_port();
+            std::vector<std::string> argv{IDEM_PAYMENTS_BINARY, "--db", payments_db, "--port",
+                                          std::to_string(payments_port)};
+            argv.insert(argv.end(), w.flags.begin(), w.flags.end());
+            if (std::string_view(w.between) == "expire") {
+                std::ofstream(logs.path() / "options.json") << R"({"mode":"enforce","lease":"1s","retention":"2s"})";
+                argv.insert(argv.end(), {"--options", (logs.path() / "options.json").string()});
+            }
+            service payments("payments", argv, true, logs.path());
+            service mirror("mirror",
+                           {IDEM_LEDGER_MIRROR_BINARY, "--db", mirror_db, "--port", std::to_string(mirror_port),
+                            "--secret", relay_secret},
+                           true, logs.path());
+            httplib::Client c("127.0.0.1", payments_port);
+            const httplib::Headers auth{{"Authorization", "Bearer mirror-test"}};
+            for (const auto& [id, opening_balance] : {std::pair{"alice", 10000}, std::pair{"bob", 0}}) {
+                httplib::Headers h = auth;
+                h.emplace("Idempotency-Key", std::string("open-") + id);
+                const auto r =
+                    c.Post("/accounts", h,
+                           R"({"id":")" + std::string(id) + R"(","balance":)" + std::to_string(opening_balance) + "}",
+                           "application/json");
+                REQUIRE(r);
+                REQUIRE(r->status == 201);
+            }
+            httplib::Headers h = auth;
+            h.emplace("Idempotency-Key", "pay-bob-once");
+            const std::string transfer = R"({"from":"alice","to":"bob","amount":500})";
+            const auto first = c.Post("/transfers", h, transfer, "application/json");
+            REQUIRE(first);
+            CHECK(first->status == 201);
+            idem::database payments_view = idem::database::open(payments_db);
+            if (std::string_view(w.between) == "expire") {
+                std::this_thread::sleep_for(2200ms);
+            } else if (std::string_view(w.between) == "forget") {
+                CHECK(run_idem({"forget", "--db", payments_db, "--namespace", "http", "--client", "mirror-test",
+                                "--key", "pay-bob-once"},
+                               logs.path() / "forget.log") == 0);
+            }
+            const auto second = c.Post("/transfers", h, transfer, "application/json");
+            REQUIRE(second);
+            CHECK(second->status == 201);
+            CHECK(second->get_header_value("Idempotent-Replayed") != "true");
+            // The ledger moved the money twice.
+            CHECK(idem::test::balance(payments_view, "alice") == 9000);
+            CHECK(idem::test::balance(payments_view, "bob") == 1000);
+
+            CHECK(run_idem({"relay", "--db", payments_db, "--to",
+                            "http://127.0.0.1:" + std::to_string(mirror_port) + "/events", "--secret", relay_secret,
+                            "--drain"},
+                           logs.path() / "relay.log") == 0);
+            INFO("the relay said: " << read_text(logs.path() / "relay.log"));
+            CHECK(idem::test::count_rows(payments_view, "SELECT COUNT(*) FROM idem_outbox WHERE state <> 1") == 0);
+            CHECK(idem::test::count_rows(payments_view, "SELECT COUNT(*) FROM idem_outbox_intake") == 0);
+            idem::database mirror_view = idem::database::open(mirror_db);
+            for (const char* id : {"alice", "bob"}) {
+                CAPTURE(id);
+                const long long net = idem::test::count_rows(
+                    mirror_view,
+                    "SELECT COALESCE((SELECT net FROM mirror_accounts WHERE id = '" + std::string(id) + "'), 0)");
+                CHECK(net == idem::test::balance(payments_view, id) - (std::string_view(id) == "alice" ? 10000 : 0));
+            }
+            mirror.stop();
+            payments.stop();
+        }
+    }
+}

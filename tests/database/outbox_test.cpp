@@ -23,6 +23,7 @@
 #include "idem/database.hpp"
 #include "idem/outbox_relay.hpp"
 #include "migration_files.hpp"
+#include "recording_sink.hpp"
 #include "sql/outbox_table.hpp"
 
 #ifdef IDEM_TEST_POSTGRESQL
@@ -251,7 +252,9 @@ TEST_CASE("publish: a rolled-back transaction or savepoint leaves no message") {
     }
 }
 
-TEST_CASE("publish in db.once: ids derive from the record; a replay publishes nothing; a run again the same ids") {
+TEST_CASE(
+    "publish in db.once: a replay publishes nothing; a key run again after its record was forgotten publishes new "
+    "ids, and every message reaches the sink") {
     for (const auto& where : places()) {
         CAPTURE(where->url());
         idem::database db = open_bank(*where);
@@ -268,31 +271,154 @@ TEST_CASE("publish in db.once: ids derive from the record; a replay publishes no
         REQUIRE(ids.size() == 2);
         CHECK(ids[0] != ids[1]);
         CHECK(outbox_rows(db) == 2);
-        // The record gone (purged, forgotten), the same work runs again: the same
-        // ids, so the outbox keeps one row each and a receiver sees no new message,
-        // while the first two wait (then the first time round, on SQLite
-        // still in the intake) and once they are delivered (the second).
+        // The record gone (purged, forgotten), the same work runs again and
+        // moves the money again: its messages are other ones, with new ids,
+        // and the sink gets them too, while the first two wait (the first
+        // time round, on SQLite still in the intake) and once they are
+        // delivered (the second).
         recorder got;
         idem::outbox_relay relay(db, got.sink(), quick());
         for (const bool delivered_first : {false, true}) {
             CAPTURE(delivered_first);
             CHECK(db.admin().forget(key.digest(), true).outcome == idem::forget_outcome::deleted);
             CHECK(db.once(key, "fp", work).status() == idem::execution_status::executed);
-            REQUIRE(ids.size() == (delivered_first ? 6 : 4));
-            CHECK(ids[ids.size() - 2] == ids[0]);
-            CHECK(ids[ids.size() - 1] == ids[1]);
             drain(relay);
-            CHECK(outbox_rows(db) == 2);
-            CHECK(got.all().size() == 2);
         }
-        ids.resize(4);
+        REQUIRE(ids.size() == 6);
+        CHECK(std::set<std::string>(ids.begin(), ids.end()).size() == 6);
+        CHECK(outbox_rows(db) == 6);
+        CHECK(got.all().size() == 6);
+        CHECK(balance(db, "alice") == 1000000 - 3 * 7);
+        CHECK(relay.metrics().duplicates == 0);
+        CHECK(relay.metrics().conflicts == 0);
         // Another record: other ids. Outside a record: random ones.
         CHECK(db.once(key_of("t-2"), "fp", work).status() == idem::execution_status::executed);
-        CHECK(ids[4] != ids[0]);
+        CHECK(ids[6] != ids[0]);
         const std::string a = db.transact([](idem::unit_of_work& uow) { return uow.publish("x", "1"); });
         const std::string b = db.transact([](idem::unit_of_work& uow) { return uow.publish("x", "1"); });
         CHECK(a != b);
-        CHECK(outbox_rows(db) == 6);
+        CHECK(outbox_rows(db) == 10);
+    }
+}
+
+TEST_CASE(
+    "publish in db.once: a call's reruns after a conflict publish the same ids, and only the committed run's "
+    "messages are in the outbox") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_bank(*where);
+        std::vector<std::string> ids;
+        int runs = 0;
+        const auto e = db.once(key_of("retried"), "fp", [&](idem::unit_of_work& uow) {
+            move(uow, 1);
+            ids.push_back(uow.publish("transfer.completed", "once"));
+            // A transient conflict: the runner rolls back and runs the work again.
+            if (++runs < 3) throw idem::store_error(idem::store_failure::conflict, "a made-up conflict");
+            return std::string("moved");
+        });
+        CHECK(e.status() == idem::execution_status::executed);
+        REQUIRE(runs == 3);
+        CHECK(ids[0] == ids[1]);
+        CHECK(ids[1] == ids[2]);
+        CHECK(outbox_rows(db) == 1);
+        CHECK(balance(db, "alice") == 1000000 - 1);
+    }
+}
+
+TEST_CASE(
+    "publish in db.once in Observe and Off: every duplicate runs and commits, and each run's messages have ids of "
+    "their own: the sink gets every one") {
+    for (const auto mode : {idem::mode::observe, idem::mode::off}) {
+        for (const auto& where : places()) {
+            CAPTURE(where->url());
+            CAPTURE(idem::to_string(mode));
+            idem::database db = open_bank(*where, {.executor = {.mode = mode}});
+            std::set<std::string> ids;
+            for (int i = 0; i < 3; ++i)
+                CHECK(db.once(key_of("same"), "fp", [&](idem::unit_of_work& uow) {
+                            move(uow, 10);
+                            ids.insert(uow.publish(
+                                {.topic = "transfer.completed", .payload = "alice -10", .ordering_key = "alice"}));
+                            return std::string("moved");
+                        }).status() == idem::execution_status::executed);
+            CHECK(ids.size() == 3);
+            CHECK(balance(db, "alice") == 1000000 - 30);
+            recorder got;
+            idem::outbox_relay relay(db, got.sink(), quick());
+            drain(relay);
+            // The money moved three times; a receiver that dedupes by id applies three events.
+            std::set<std::string> delivered;
+            for (const idem::outbox_delivery& m : got.all()) delivered.insert(m.id);
+            CHECK(delivered == ids);
+            CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE state = 2") == 0);
+        }
+    }
+}
+
+TEST_CASE(
+    "an id that arrives again in the intake is never dropped silently: the same message is delivered once and "
+    "counted, another message is dead-lettered under a new id, counted and logged, and delivered once requeued") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        auto logs = std::make_shared<recording_sink>();
+        idem::database db = open_bank(*where);
+        // A message published under `id`, as a process that derived ids
+        // from the record alone would (two runs of one record's work).
+        auto publish_as = [&](const std::string& id, const std::string& payload, const std::string& key) {
+            db.transact([&](idem::unit_of_work& uow) {
+                const std::string random = uow.publish({.topic = "t", .payload = payload, .ordering_key = key});
+                uow.flush();
+                uow.sql() << "UPDATE idem_outbox_intake SET id = :id WHERE id = :random", soci::use(id),
+                    soci::use(random);
+            });
+        };
+        recorder got;
+        idem::outbox_relay relay(db, got.sink(), quick({.telemetry = logs}));
+        // Taken by a message in the outbox already, then twice within one batch of the intake.
+        publish_as("id-1", "first", "k1");
+        drain(relay);
+        publish_as("id-1", "first", "k1");   // the same message again
+        publish_as("id-1", "second", "k1");  // another one under its id
+        publish_as("id-2", "alpha", "k2");   // free
+        publish_as("id-2", "alpha", "k2");   // the same, in the same batch
+        publish_as("id-2", "beta", "k2");    // another, in the same batch
+        publish_as("id-3", "after", "k2");   // behind the conflict, in its key
+        drain(relay);
+        const idem::outbox_metrics m = relay.metrics();
+        CHECK(m.duplicates == 2);
+        CHECK(m.conflicts == 2);
+        CHECK(m.dead == 2);
+        // Nothing lost: the first of each id delivered, then the next of key k2 waits behind its dead letter.
+        std::vector<std::string> delivered;
+        for (const idem::outbox_delivery& d : got.all()) delivered.push_back(d.id + "=" + d.payload);
+        CHECK(delivered == std::vector<std::string>{"id-1=first", "id-2=alpha"});
+        const std::vector<idem::dead_letter> dead = idem::dead_letters(db);
+        REQUIRE(dead.size() == 2);
+        for (const idem::dead_letter& d : dead) {
+            CHECK(d.id.size() == 36);
+            CHECK(d.last_answer.find("had been published before for another message") != std::string::npos);
+        }
+        CHECK(dead[0].last_answer.find("id-1") != std::string::npos);
+        CHECK(dead[1].last_answer.find("id-2") != std::string::npos);
+        int conflict_logs = 0, duplicate_logs = 0;
+        for (const recorded_log& l : logs->logs()) {
+            conflict_logs += l.name == "idem.outbox.id_conflict" && l.level == idem::log_level::error ? 1 : 0;
+            duplicate_logs += l.name == "idem.outbox.duplicate" ? 1 : 0;
+        }
+        CHECK(conflict_logs == 2);
+        CHECK(duplicate_logs == 2);
+        auto metrics = std::make_shared<idem::metrics_sink>();
+        metrics->on_outbox(m);
+        CHECK(metrics->render_prometheus().find("idem_outbox_id_conflicts_total 2") != std::string::npos);
+        CHECK(metrics->render_prometheus().find("idem_outbox_duplicates_total 2") != std::string::npos);
+        // An operator requeues them: delivered under their new ids, the key's order kept.
+        CHECK(idem::requeue_dead_letters(db) == 2);
+        drain(relay);
+        delivered.clear();
+        for (const idem::outbox_delivery& d : got.all()) delivered.push_back(d.payload);
+        CHECK(delivered == std::vector<std::string>{"first", "alpha", "second", "beta", "after"});
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox WHERE state <> 1") == 0);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_outbox_intake") == 0);
     }
 }
 

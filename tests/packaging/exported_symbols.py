@@ -62,8 +62,9 @@ ALLOWED = [
     (r"^idem::detail::set_concurrency_checks$", {"libidem_sql"}),
     # SHA-1 and hex of libidem's crypto: the Redis store names its Lua scripts by their SHA-1 (EVALSHA).
     (r"^idem::detail::(sha1|hex)$", {"libidem"}),
-    # Random bytes of libidem's CSPRNG: the HTTP client's UUIDv4 keys (idem_httplib).
-    (r"^idem::detail::random_bytes$", {"libidem"}),
+    # Random bytes and UUIDv4s of libidem's CSPRNG: the HTTP client's keys (idem_httplib), message ids and
+    # claim tokens (idem_sql, idem_database).
+    (r"^idem::detail::(random_bytes|random_uuid)$", {"libidem"}),
     # Declared in the public result_codec.hpp for default_codec's integers: the checked parse.
     (r"^idem::detail::(parse_signed|parse_unsigned)$", {"libidem"}),
 ]

@@ -42,9 +42,13 @@ idem::database open_database(const std::string& url) {
     return on_database(parsed, [&] { return idem::database::open(url, {.pool_size = 8}); });
 }
 
+// Messages found under a taken id are named only when there were some (each is also a log line on stderr).
 std::string figures(const outbox_metrics& m) {
-    return fmt::format("delivered {}, failed {}, pending {}, dead {}, lag {:.1f}s", m.delivered, m.failed, m.pending,
-                       m.dead, std::chrono::duration<double>(m.lag).count());
+    std::string out = fmt::format("delivered {}, failed {}, pending {}, dead {}, lag {:.1f}s", m.delivered, m.failed,
+                                  m.pending, m.dead, std::chrono::duration<double>(m.lag).count());
+    if (m.duplicates + m.conflicts > 0)
+        out += fmt::format(", duplicates {}, id conflicts {}", m.duplicates, m.conflicts);
+    return out;
 }
 
 void relay(const relay_args& args) {

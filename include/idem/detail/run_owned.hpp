@@ -100,13 +100,13 @@ execution<T> run_owned(executor& exec, transaction_runner& runner, Call&& call, 
     }
 }
 
-// Runs operation(uow) as the work of the record `key` (the ids of the messages
-// it publishes derive from it), then flushes what the unit of work holds back
+// Runs operation(uow) as the work of the record `key` in the db.once call
+// `call` (the ids of the messages it publishes derive from both), then flushes what the unit of work holds back
 // (its changed mapped objects, its messages), so that those writes precede the
 // record the executor writes next.
 template <class Operation>
-decltype(auto) flushed(unit_of_work& uow, const record_key& key, Operation& operation) {
-    const publishing_record publishing(uow, key);
+decltype(auto) flushed(unit_of_work& uow, const record_key& key, publishing_call& call, Operation& operation) {
+    const publishing_record publishing(uow, key, call);
     if constexpr (std::is_void_v<std::invoke_result_t<Operation&, unit_of_work&>>) {
         operation(uow);
         uow.flush();
@@ -133,11 +133,12 @@ execution<T> execute_in_transaction(executor& exec, transaction_runner& runner, 
                                     Operation&& operation, const result_codec<T>& codec,
                                     ShouldCommit&& should_commit = {}) {
     static_assert(std::is_invocable_v<Operation&, unit_of_work&>, "the operation takes the transaction");
+    publishing_call call;
     return run_owned<T>(
         exec, runner,
         [&](unit_of_work& tx, owned_run& owned) {
             // The work's held-back writes (its changed objects) go before the record.
-            auto bound = [&]() -> decltype(auto) { return flushed(tx, key, operation); };
+            auto bound = [&]() -> decltype(auto) { return flushed(tx, key, call, operation); };
             return executor_access::execute_in(exec, tx, key, fingerprint, options, bound, codec, {}, &owned);
         },
         should_commit);
