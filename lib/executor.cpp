@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "idem/encryption.hpp"
 #include "idem/transactional_record_store.hpp"
 #include "internal/decision_outcome.hpp"
 
@@ -121,7 +122,7 @@ private:
         detail::produced result{{}, classification::release};
         owned_->progress = detail::owned_progress::unreserved;
         try {
-            result = operation_.run(stop_);
+            result = run_operation();
         } catch (...) {
             if (known_rollback(std::current_exception()))
                 log(log_level::info, "idem.operation.rolled_back",
@@ -154,7 +155,23 @@ private:
         return kind == classification::store_as_failure ? settings_.failure_retention : settings_.retention;
     }
 
-    void replay(std::string_view payload) {
+    // A sealed payload is opened first: a missing or wrong key is payload_unreadable, as it is.
+    void replay(std::string_view stored) {
+        std::string opened;
+        std::string_view payload = stored;
+        if (encryption_keys::is_sealed(stored)) {
+            if (!settings_.encryption)
+                throw payload_unreadable(payload_unreadable::reason::unknown_key,
+                                         "idem: the stored result of key hash " + key_.key_hash() +
+                                             " is sealed, and no encryption keys are configured");
+            try {
+                opened = settings_.encryption->open(stored, record_context());
+            } catch (const payload_unreadable&) {
+                log(log_level::error, "idem.replay.unreadable", "the stored result could not be opened");
+                throw;
+            }
+            payload = opened;
+        }
         try {
             operation_.replay(payload);
         } catch (const std::exception&) {
@@ -174,11 +191,24 @@ private:
             throw operation_cancelled();
         }
         try {
-            return operation_.run(stop_);
+            return run_operation();
         } catch (...) {
             abandon(token, in_transaction);
             throw;
         }
+    }
+
+    // What a sealed payload is bound to: its record's digest.
+    std::string_view record_context() const noexcept {
+        return {reinterpret_cast<const char*>(key_.digest().data()), 16};
+    }
+
+    // Runs the operation; a result to store is sealed when encryption keys are set.
+    detail::produced run_operation() {
+        detail::produced result = operation_.run(stop_);
+        if (settings_.encryption && stores_result(result.kind))
+            result.payload = settings_.encryption->seal(result.payload, record_context());
+        return result;
     }
 
     static bool known_rollback(const std::exception_ptr& failure) {

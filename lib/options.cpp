@@ -146,6 +146,7 @@ resolved_options options_source::resolve(const execution_options& call) const {
         .store = pick(call.store, &profile_options::store, global->store),
         .profile = call.profile,
         .http = global->http,
+        .encryption = global->encryption,
     };
     std::vector<std::string> problems;
     check(problems, "execution_options.", call.lease, call.retention, call.failure_retention, call.store, r.lease,

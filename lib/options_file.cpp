@@ -2,10 +2,12 @@
 // header names it.
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
+#include "idem/encryption.hpp"
 #include "idem/error.hpp"
 #include "idem/options.hpp"
 #include "internal/options_file.hpp"
@@ -43,6 +45,8 @@ public:
                 read_profiles(value, o.profiles);
             else if (name == "http")
                 read_http(value, o.http);
+            else if (name == "encryption_keys_file")
+                read_keys_file(value, name, o.encryption);
             else
                 unknown(name);
         }
@@ -50,6 +54,17 @@ public:
     }
 
 private:
+    // The ring is read with the document, so a reload takes a rotated keys file too.
+    void read_keys_file(const json& value, const std::string& path, std::shared_ptr<const encryption_keys>& out) {
+        std::string file;
+        if (!read_string(value, path, file)) return;
+        try {
+            out = std::make_shared<const encryption_keys>(encryption_keys::from_file(file));
+        } catch (const options_error& e) {
+            problems_.push_back(path + ": " + e.what());
+        }
+    }
+
     void read_http(const json& value, http_settings& http) {
         if (!expect_object(value, "http")) return;
         for (const auto& [name, field] : value.items()) {

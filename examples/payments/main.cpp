@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <idem/completer.hpp>
 #include <idem/database.hpp>
+#include <idem/encryption.hpp>
 #include <idem/http/httplib.hpp>
 #include <idem/telemetry.hpp>
 
@@ -54,6 +55,7 @@ struct flags {
     std::string provider;
     bool no_completer = false;
     int completer_backoff_ms = 1000;
+    std::string encryption_keys;
 };
 
 // Reads the options file again on every SIGHUP, on a thread of its own (sigwait:
@@ -130,6 +132,10 @@ int main(int argc, char** argv) {
                    "Milliseconds before the completer runs a payout again after a failed run (doubled each time)")
         ->check(CLI::Range(0, 600000))
         ->capture_default_str();
+    app.add_option("--encryption-keys", f.encryption_keys,
+                   "A keys file (ID:HEX lines, the sealing key first): stored responses are sealed with AES-256-GCM")
+        ->check(CLI::ExistingFile)
+        ->excludes("--options");
     app.add_flag("--transaction-pooler", f.transaction_pooler,
                  "PostgreSQL reached through a pooler in transaction mode (PgBouncer pool_mode=transaction)");
     try {
@@ -147,10 +153,13 @@ int main(int argc, char** argv) {
         pthread_sigmask(SIG_BLOCK, &hup, nullptr);
         std::shared_ptr<idem::options_source> source;
         if (f.options_file.empty()) {
-            source = std::make_shared<idem::options_source>(
-                idem::executor_options{.mode = idem::parse_mode(f.mode),
-                                       .lease = std::chrono::seconds(f.lease_seconds),
-                                       .http = {.require_key = true}});
+            source = std::make_shared<idem::options_source>(idem::executor_options{
+                .mode = idem::parse_mode(f.mode),
+                .lease = std::chrono::seconds(f.lease_seconds),
+                .http = {.require_key = true},
+                .encryption = f.encryption_keys.empty() ? nullptr
+                                                        : std::make_shared<const idem::encryption_keys>(
+                                                              idem::encryption_keys::from_file(f.encryption_keys))});
         } else {
             source = idem::options_source::from_json(f.options_file);
             reload_on_sighup(source);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "idem/clock.hpp"
+#include "idem/encryption.hpp"
 #include "idem/error.hpp"
 #include "idem/execution.hpp"
 #include "idem/executor.hpp"

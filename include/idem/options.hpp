@@ -34,6 +34,8 @@
 
 namespace idem {
 
+class encryption_keys;  // idem/encryption.hpp
+
 // Fields have default initializers so designated initializers stay warning-free.
 struct IDEM_API profile_options {
     std::optional<idem::mode> mode = {};
@@ -67,6 +69,8 @@ struct IDEM_API executor_options {
     std::string store = {};                                 // "" is the default store
     std::map<std::string, profile_options, std::less<>> profiles = {};
     http_settings http = {};
+    // Seals every result stored from now on (idem/encryption.hpp); null: stored as the codec wrote it.
+    std::shared_ptr<const encryption_keys> encryption = nullptr;
 
     // Every invalid field, named with why; empty when valid. Store names are
     // checked against `stores` when given.
@@ -104,6 +108,7 @@ struct IDEM_API resolved_options {
     std::string store;
     std::string profile;
     http_settings http;
+    std::shared_ptr<const encryption_keys> encryption;
 };
 
 inline constexpr std::string_view messaging_profile = "messaging";

@@ -3,10 +3,12 @@
 #include <doctest/doctest.h>
 
 #include <httplib.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <barrier>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -301,5 +303,44 @@ TEST_CASE("payments: bad input is problem+json in every mode and changes nothing
         CHECK(hook->status == 200);  // refused for good: the provider stops
         CHECK(hook->body.find("permanent_failure") != std::string::npos);
         CHECK(svc.balance(b) == 0);
+    }
+}
+
+TEST_CASE(
+    "payments: --encryption-keys seals every stored response: an account id a response carries is nowhere in the "
+    "record table (and is, without keys), and a replay is byte-identical") {
+    idem::test::temp_dir keys_dir{"payments-keys"};
+    const std::string keys = (keys_dir.path() / "idem.keys").string();
+    std::ofstream(keys) << "# the sealing key first\nk2:" << std::string(64, 'b') << "\nk1:" << std::string(64, 'a')
+                        << "\n";
+    for (const bool sealed : {true, false}) {
+        CAPTURE(sealed);
+        payments_service svc(sealed ? idem::test::service_config{.extra = {"--encryption-keys", keys}}
+                                    : idem::test::service_config{});
+        // Unique to this run: the PostgreSQL database is shared by the tests.
+        const std::string marker = std::string("SECRET") + (sealed ? "S" : "P") + std::to_string(::getpid());
+        svc.open(marker, 10000);
+        svc.open(marker + "b", 0);
+        const auto first =
+            svc.post("/transfers", svc.transfer_body(marker, marker + "b", 700), {{"Idempotency-Key", marker}});
+        REQUIRE(first);
+        CHECK(first->status == 201);
+        CHECK(first->body.find(marker) != std::string::npos);
+        const auto again =
+            svc.post("/transfers", svc.transfer_body(marker, marker + "b", 700), {{"Idempotency-Key", marker}});
+        REQUIRE(again);
+        CHECK(again->status == 201);
+        CHECK(again->get_header_value("Idempotent-Replayed") == "true");
+        CHECK(again->body == first->body);
+        CHECK(svc.balance(marker) == 9300);
+#ifdef IDEM_PAYMENTS_POSTGRESQL
+        const std::string holding =
+            "SELECT COUNT(*) FROM idem_records WHERE position(convert_to('" + marker + "', 'UTF8') in payload) > 0";
+#else
+        const std::string holding =
+            "SELECT COUNT(*) FROM idem_records WHERE instr(payload, CAST('" + marker + "' AS BLOB)) > 0";
+#endif
+        // Three responses carry it: the two accounts opened and the transfer.
+        CHECK(svc.count(holding) == (sealed ? 0 : 3));
     }
 }
