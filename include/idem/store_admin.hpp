@@ -9,6 +9,12 @@
 //   if (auto r = admin.inspect(key.digest(), false)) print(r->completed, r->expires_at);
 //   for (const idem::listed_record& l : admin.recent("payments.capture", 20)) print(l.key_hash, l.state.completed);
 //   if (admin.forget(key.digest(), false).outcome == idem::forget_outcome::refused_in_flight) ask_again();
+//
+// Every built-in store, the memory and Redis ones too, is a record_inspector:
+// a look at one record by its key.
+//
+//   idem::record_inspector& any_store = store;  // memory_store, redis_store, sqlite_store, postgresql_store
+//   if (auto r = any_store.inspect(key, false); r && !r->expired()) print(r->completed, r->expires_at);
 #pragma once
 
 #include <array>
@@ -21,6 +27,7 @@
 
 #include "idem/clock.hpp"
 #include "idem/export.hpp"
+#include "idem/record_key.hpp"
 
 namespace idem {
 
@@ -58,7 +65,21 @@ struct IDEM_API forget_result {
 // recent() lists at most this many records.
 inline constexpr std::size_t max_recent_records = 1000;
 
-class IDEM_API store_admin {
+// A look at one record by its key, on any store: find it, and tell whether it
+// exists (found and not expired()). What a store keeps decides what it can
+// report: the memory and Redis stores keep no write time (created_at is zero),
+// and Redis drops an expired record at once, while the others report it as
+// expired until a purge (or the memory store's sweep) removes it.
+class IDEM_API record_inspector {
+public:
+    virtual ~record_inspector() = default;
+
+    // `key`'s record: state, expiry, namespace, payload size, and the payload
+    // itself when `with_payload`; nullopt when the store holds none. Reads only.
+    [[nodiscard]] virtual std::optional<record_state> inspect(const record_key& key, bool with_payload) = 0;
+};
+
+class IDEM_API store_admin : public record_inspector {
 public:
     virtual ~store_admin() = default;
 
@@ -71,6 +92,10 @@ public:
     // record by those alone too (the primary key as a table shows it);
     // std::invalid_argument for any other length.
     [[nodiscard]] virtual std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) = 0;
+    // record_inspector's look, through the key's digest.
+    [[nodiscard]] std::optional<record_state> inspect(const record_key& key, bool with_payload) override {
+        return inspect(key.digest(), with_payload);
+    }
 
     // The `limit` (1 to max_recent_records) records of `name_space` written last,
     // newest first (by created_at; a completion rewrites it), expired ones too.
