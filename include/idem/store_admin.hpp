@@ -1,13 +1,15 @@
 // idem/store_admin.hpp: the operator's view of a SQL record store: schema,
-// purge job, a look at one record or a namespace's latest, and deleting one
-// record by hand. The `idem` command drives it; a service can too (e.g. a purge
-// thread):
+// purge job, a look at one record, a namespace's latest or what it completed
+// since a time, and deleting one record by hand. The `idem` command drives it;
+// a service can too (e.g. a purge thread):
 //
 //   idem::store_admin& admin = store;  // sqlite_store, postgresql_store
 //   admin.migrate();
 //   while (admin.purge_batch(1000, std::chrono::hours(1)) > 0) {}  // expired for over an hour
 //   if (auto r = admin.inspect(key.digest(), false)) print(r->completed, r->expires_at);
 //   for (const idem::listed_record& l : admin.recent("payments.capture", 20)) print(l.key_hash, l.state.completed);
+//   const auto since = idem::clock::system()->now() - std::chrono::hours(1);
+//   for (const idem::listed_record& l : admin.completed_since("payments.capture", since, 100)) print(l.key_hash, true);
 //   if (admin.forget(key.digest(), false).outcome == idem::forget_outcome::refused_in_flight) ask_again();
 //
 // Every built-in store, the memory and Redis ones too, is a record_inspector:
@@ -62,7 +64,7 @@ struct IDEM_API forget_result {
     record_state record;  // the record deleted or kept, without the payload; empty when not_found
 };
 
-// recent() lists at most this many records.
+// recent() and completed_since() list at most this many records.
 inline constexpr std::size_t max_recent_records = 1000;
 
 // A look at one record by its key, on any store: find it, and tell whether it
@@ -103,6 +105,15 @@ public:
     // once (docs/cli.md says what that costs). std::invalid_argument for a
     // limit out of range or a namespace record_key would refuse.
     [[nodiscard]] virtual std::vector<listed_record> recent(std::string_view name_space, std::size_t limit) = 0;
+
+    // The `limit` (1 to max_recent_records) records of `name_space` completed
+    // at or after `since` (by created_at: a completion rewrites it), newest
+    // first, expired ones too; never one in flight. Read through the expires_at
+    // index: a record completed since `since` expires after it, so only rows
+    // expiring after `since` are read (every live row, roughly; not those that
+    // expired before it). std::invalid_argument as for recent().
+    [[nodiscard]] virtual std::vector<listed_record> completed_since(std::string_view name_space, time_point since,
+                                                                     std::size_t limit) = 0;
 
     // Deletes the record whose digest (or its first 16 bytes, as for inspect) is
     // `digest`: for a key that is stuck or was used by mistake. A completed or
