@@ -17,7 +17,7 @@
 
 namespace idem {
 
-class IDEM_API memory_store final : public record_store {
+class IDEM_API memory_store final : public record_store, public record_inspector {
 public:
     explicit memory_store(std::shared_ptr<const clock> time = clock::system());
     ~memory_store() override;
@@ -26,6 +26,10 @@ public:
 
     // Live and expired-but-unswept entries.
     [[nodiscard]] std::size_t size() const;
+
+    // record_inspector: `key`'s entry, an expired one too until a sweep or
+    // purge removes it. The entry keeps no write time: created_at is zero.
+    [[nodiscard]] std::optional<record_state> inspect(const record_key& key, bool with_payload) override;
 
     // Deletes `key`'s record by hand, by store_admin::forget's rule: a completed
     // or expired entry goes; one in flight is kept and reported unless `force`.

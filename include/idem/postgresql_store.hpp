@@ -62,8 +62,11 @@ public:
     // store_admin: migrations/postgresql, applied under an advisory lock, so
     // several processes may migrate at once.
     std::vector<std::string> migrate() override;
+    using store_admin::inspect;  // by record_key, too
     [[nodiscard]] std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) override;
     [[nodiscard]] std::vector<listed_record> recent(std::string_view name_space, std::size_t limit) override;
+    [[nodiscard]] std::vector<listed_record> completed_since(std::string_view name_space, time_point since,
+                                                             std::size_t limit) override;
     // One DELETE that re-checks the row's state under its lock: a record it would
     // delete that an open transaction holds locked is waited for (lock_timeout),
     // then judged as that transaction left it.

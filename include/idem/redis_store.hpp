@@ -59,7 +59,7 @@ struct IDEM_API redis_options {
     std::vector<redis_node> cluster_seeds;
 };
 
-class IDEM_API redis_store final : public record_store {
+class IDEM_API redis_store final : public record_store, public record_inspector {
 public:
     // Checks the options (options_error naming each bad field); connects on first use.
     explicit redis_store(redis_options options = {});
@@ -73,6 +73,13 @@ public:
     void ping();
 
     [[nodiscard]] store_traits traits() const noexcept override;
+
+    // record_inspector: `key`'s record, in one read-only script. Redis drops an
+    // expired record itself (nullopt, never an expired one) and keeps no write
+    // time (created_at is zero); `now` is this host's clock, expires_at now plus
+    // the key's PTTL. A key holding something idem did not write: store_error
+    // (corrupt_record).
+    [[nodiscard]] std::optional<record_state> inspect(const record_key& key, bool with_payload) override;
 
     // Deletes `key`'s record by hand, by store_admin::forget's rule: a completed
     // entry goes; one in flight is kept and reported unless `force` (an expired

@@ -63,8 +63,11 @@ public:
     // store_admin on the store's clock, each call one short BEGIN IMMEDIATE
     // transaction (or, like the detached view, a savepoint in this thread's open
     // one). std::invalid_argument for a negative `older_than` or a zero `limit`.
+    using store_admin::inspect;  // by record_key, too
     [[nodiscard]] std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) override;
     [[nodiscard]] std::vector<listed_record> recent(std::string_view name_space, std::size_t limit) override;
+    [[nodiscard]] std::vector<listed_record> completed_since(std::string_view name_space, time_point since,
+                                                             std::size_t limit) override;
     [[nodiscard]] forget_result forget(std::span<const std::byte> digest, bool force) override;
     [[nodiscard]] std::size_t count_expired(duration older_than) override;
     std::size_t purge_batch(std::size_t limit, duration older_than) override;

@@ -1,14 +1,22 @@
 // idem/store_admin.hpp: the operator's view of a SQL record store: schema,
-// purge job, a look at one record or a namespace's latest, and deleting one
-// record by hand. The `idem` command drives it; a service can too (e.g. a purge
-// thread):
+// purge job, a look at one record, a namespace's latest or what it completed
+// since a time, and deleting one record by hand. The `idem` command drives it;
+// a service can too (e.g. a purge thread):
 //
 //   idem::store_admin& admin = store;  // sqlite_store, postgresql_store
 //   admin.migrate();
 //   while (admin.purge_batch(1000, std::chrono::hours(1)) > 0) {}  // expired for over an hour
 //   if (auto r = admin.inspect(key.digest(), false)) print(r->completed, r->expires_at);
 //   for (const idem::listed_record& l : admin.recent("payments.capture", 20)) print(l.key_hash, l.state.completed);
+//   const auto since = idem::clock::system()->now() - std::chrono::hours(1);
+//   for (const idem::listed_record& l : admin.completed_since("payments.capture", since, 100)) print(l.key_hash, true);
 //   if (admin.forget(key.digest(), false).outcome == idem::forget_outcome::refused_in_flight) ask_again();
+//
+// Every built-in store, the memory and Redis ones too, is a record_inspector:
+// a look at one record by its key.
+//
+//   idem::record_inspector& any_store = store;  // memory_store, redis_store, sqlite_store, postgresql_store
+//   if (auto r = any_store.inspect(key, false); r && !r->expired()) print(r->completed, r->expires_at);
 #pragma once
 
 #include <array>
@@ -21,6 +29,7 @@
 
 #include "idem/clock.hpp"
 #include "idem/export.hpp"
+#include "idem/record_key.hpp"
 
 namespace idem {
 
@@ -55,10 +64,24 @@ struct IDEM_API forget_result {
     record_state record;  // the record deleted or kept, without the payload; empty when not_found
 };
 
-// recent() lists at most this many records.
+// recent() and completed_since() list at most this many records.
 inline constexpr std::size_t max_recent_records = 1000;
 
-class IDEM_API store_admin {
+// A look at one record by its key, on any store: find it, and tell whether it
+// exists (found and not expired()). What a store keeps decides what it can
+// report: the memory and Redis stores keep no write time (created_at is zero),
+// and Redis drops an expired record at once, while the others report it as
+// expired until a purge (or the memory store's sweep) removes it.
+class IDEM_API record_inspector {
+public:
+    virtual ~record_inspector() = default;
+
+    // `key`'s record: state, expiry, namespace, payload size, and the payload
+    // itself when `with_payload`; nullopt when the store holds none. Reads only.
+    [[nodiscard]] virtual std::optional<record_state> inspect(const record_key& key, bool with_payload) = 0;
+};
+
+class IDEM_API store_admin : public record_inspector {
 public:
     virtual ~store_admin() = default;
 
@@ -71,6 +94,10 @@ public:
     // record by those alone too (the primary key as a table shows it);
     // std::invalid_argument for any other length.
     [[nodiscard]] virtual std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) = 0;
+    // record_inspector's look, through the key's digest.
+    [[nodiscard]] std::optional<record_state> inspect(const record_key& key, bool with_payload) override {
+        return inspect(key.digest(), with_payload);
+    }
 
     // The `limit` (1 to max_recent_records) records of `name_space` written last,
     // newest first (by created_at; a completion rewrites it), expired ones too.
@@ -78,6 +105,15 @@ public:
     // once (docs/cli.md says what that costs). std::invalid_argument for a
     // limit out of range or a namespace record_key would refuse.
     [[nodiscard]] virtual std::vector<listed_record> recent(std::string_view name_space, std::size_t limit) = 0;
+
+    // The `limit` (1 to max_recent_records) records of `name_space` completed
+    // at or after `since` (by created_at: a completion rewrites it), newest
+    // first, expired ones too; never one in flight. Read through the expires_at
+    // index: a record completed since `since` expires after it, so only rows
+    // expiring after `since` are read (every live row, roughly; not those that
+    // expired before it). std::invalid_argument as for recent().
+    [[nodiscard]] virtual std::vector<listed_record> completed_since(std::string_view name_space, time_point since,
+                                                                     std::size_t limit) = 0;
 
     // Deletes the record whose digest (or its first 16 bytes, as for inspect) is
     // `digest`: for a key that is stuck or was used by mistake. A completed or

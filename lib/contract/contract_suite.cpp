@@ -13,6 +13,7 @@
 
 #include "contract_context.hpp"
 #include "idem/keys.hpp"
+#include "idem/store_admin.hpp"
 #include "idem/transactional_record_store.hpp"
 
 namespace idem::contract {
@@ -319,6 +320,116 @@ TEST_CASE("contract: an entry is live until the instant its lease or retention e
     CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::completed);
     f.ctx.advance(1ms);
     CHECK(f.store->try_reserve(f.key(), "other-fp", f.long_span()).status == status::reserved);
+}
+
+// ---------------------------------------------------------------------------
+// Stores that are a record_inspector (every built-in one): a look at one record
+// by its key that reports what the store holds and changes nothing.
+
+namespace {
+
+struct inspect_fixture : fixture {
+    record_inspector& inspector = as_inspector(*store);
+
+    static record_inspector& as_inspector(record_store& s) {
+        auto* inspector = dynamic_cast<record_inspector*>(&s);
+        if (inspector == nullptr)
+            throw std::logic_error("the inspect suite ran for a store that is no record_inspector");
+        return *inspector;
+    }
+    // A store that keeps no write time reports zero; one that keeps it, a time
+    // at most `within` before the read, on the store's clock.
+    static void check_written(const record_state& r, duration within) {
+        if (r.created_at == time_point{}) return;
+        CHECK(r.created_at <= r.now);
+        CHECK(r.created_at >= r.now - within);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("contract: inspect reports a record's state, expiry, namespace and payload, and changes nothing" *
+          doctest::test_suite("inspect")) {
+    inspect_fixture f;
+    INFO("store: " << f.ctx.name());
+    CHECK_FALSE(f.inspector.inspect(f.key("never"), true));
+
+    auto r = f.store->try_reserve(f.key("running"), "fp", f.long_span());
+    REQUIRE(r.status == status::reserved);
+    const auto running = f.inspector.inspect(f.key("running"), true);
+    REQUIRE(running);
+    CHECK_FALSE(running->completed);
+    CHECK_FALSE(running->expired());
+    CHECK(running->expires_at - running->now <= f.long_span());
+    CHECK(running->expires_at - running->now > f.long_span() / 2);
+    CHECK(running->name_space == f.ns);
+    CHECK(running->payload_bytes == 0);
+    CHECK_FALSE(running->payload);  // in flight: no payload, even when asked for
+    f.check_written(*running, f.long_span());
+    // Reading changed nothing: the key is still in flight, and its token still completes it.
+    CHECK(f.store->try_reserve(f.key("running"), "fp", f.long_span()).status == status::in_flight);
+
+    REQUIRE(f.store->complete(f.key("running"), r.token, "fp", binary_payload, f.long_span() * 2));
+    const auto done = f.inspector.inspect(f.key("running"), true);
+    REQUIRE(done);
+    CHECK(done->completed);
+    CHECK_FALSE(done->expired());
+    CHECK(done->expires_at - done->now > f.long_span());
+    CHECK(done->payload_bytes == binary_payload.size());
+    REQUIRE(done->payload);
+    CHECK(*done->payload == binary_payload);
+    const auto without = f.inspector.inspect(f.key("running"), false);
+    REQUIRE(without);
+    CHECK(without->payload_bytes == binary_payload.size());
+    CHECK_FALSE(without->payload);
+    CHECK(f.store->try_reserve(f.key("running"), "fp", f.long_span()).payload == binary_payload);
+
+    // An empty payload is a completed record of 0 bytes.
+    auto e = f.store->try_reserve(f.key("empty"), "fp", f.long_span());
+    REQUIRE(f.store->complete(f.key("empty"), e.token, "fp", "", f.long_span()));
+    const auto empty = f.inspector.inspect(f.key("empty"), true);
+    REQUIRE(empty);
+    CHECK(empty->completed);
+    CHECK(empty->payload_bytes == 0);
+    CHECK(empty->payload.value_or("not read") == "");
+
+    // Another scope, key or namespace is another record, byte for byte.
+    CHECK_FALSE(f.inspector.inspect(record_key(f.ns, scope::tenant("T"), "running"), false));
+    CHECK_FALSE(f.inspector.inspect(record_key(f.ns, scope::tenant("t"), "running "), false));
+    CHECK_FALSE(f.inspector.inspect(record_key(f.ns + ".other", scope::tenant("t"), "running"), false));
+
+    // Released: gone.
+    auto released = f.store->try_reserve(f.key("released"), "fp", f.long_span());
+    REQUIRE(f.store->release(f.key("released"), released.token));
+    CHECK_FALSE(f.inspector.inspect(f.key("released"), false));
+}
+
+TEST_CASE("contract: inspect reports an expired record as expired, or not at all" * doctest::test_suite("inspect")) {
+    inspect_fixture f;
+    INFO("store: " << f.ctx.name());
+    REQUIRE(f.store->try_reserve(f.key("lease"), "fp", f.span).status == status::reserved);
+    auto r = f.store->try_reserve(f.key("retention"), "fp", f.long_span());
+    REQUIRE(f.store->complete(f.key("retention"), r.token, "fp", "kept", f.span));
+    f.ctx.advance(f.span * 2);
+    // Kept until a purge (SQL), a sweep (memory) or at once dropped (Redis): either
+    // way never reported live.
+    const auto lease = f.inspector.inspect(f.key("lease"), false);
+    if (lease) {
+        CHECK(lease->expired());
+        CHECK_FALSE(lease->completed);
+    }
+    const auto retention = f.inspector.inspect(f.key("retention"), true);
+    if (retention) {
+        CHECK(retention->expired());
+        CHECK(retention->completed);
+        CHECK(retention->payload_bytes == 4);
+    }
+    // A retry takes the key over; inspect then reports the new reservation.
+    REQUIRE(f.store->try_reserve(f.key("retention"), "other-fp", f.long_span()).status == status::reserved);
+    const auto taken = f.inspector.inspect(f.key("retention"), true);
+    REQUIRE(taken);
+    CHECK_FALSE(taken->completed);
+    CHECK_FALSE(taken->expired());
 }
 
 // ---------------------------------------------------------------------------

@@ -304,6 +304,70 @@ TEST_SUITE("store_admin") {
         CHECK(f.records() == 8);
     }
 
+    // store_admin::completed_since: the namespace's records completed at or after
+    // a time, newest first, expired ones too, never one in flight, at most
+    // `limit`; bad arguments are std::invalid_argument; nothing changes.
+    TEST_CASE("sql contract: store_admin::completed_since lists what a namespace completed since a time") {
+        fixture f;
+        store_admin& admin = f.admin();
+        std::vector<record_key> keys;
+        for (int i = 0; i < 6; ++i) {
+            keys.emplace_back("since", "k-" + std::to_string(i));
+            const auto r = f.store.try_reserve(keys.back(), "fp", 1h);
+            REQUIRE(r.status == reservation_status::reserved);
+            // k-3 stays in flight; k-1 is kept only 50 ms.
+            if (i != 3) REQUIRE(f.store.complete(keys.back(), r.token, "fp", std::string(i, 'p'), i == 1 ? 50ms : 1h));
+            f.ctx.advance(20ms);
+        }
+        for (const std::string ns : {"since.other", "Since"}) {
+            const auto r = f.store.try_reserve(record_key(ns, "k-9"), "fp", 1h);
+            REQUIRE(f.store.complete(record_key(ns, "k-9"), r.token, "fp", "other", 1h));
+        }
+        f.ctx.advance(100ms);  // k-1's retention is over
+        const auto first = admin.inspect(keys[1], false);
+        REQUIRE(first);
+        const time_point since = first->created_at;  // k-1's completion, on the store's clock
+        const auto id_of = [](const record_key& k) {
+            std::array<std::byte, 16> id{};
+            std::copy_n(k.digest().begin(), 16, id.begin());
+            return id;
+        };
+
+        const auto all = admin.completed_since("since", since, max_recent_records);
+        REQUIRE(all.size() == 4);  // k-5, k-4, k-2, k-1: not k-3 (in flight) nor k-0 (before)
+        const int expected[] = {5, 4, 2, 1};
+        for (std::size_t i = 0; i < all.size(); ++i) {
+            CAPTURE(i);
+            CHECK(all[i].key_hash == id_of(keys[static_cast<std::size_t>(expected[i])]));
+            CHECK(all[i].state.completed);
+            CHECK(all[i].state.name_space == "since");
+            CHECK(all[i].state.payload_bytes == static_cast<std::size_t>(expected[i]));
+            CHECK(all[i].state.created_at >= since);
+            if (i > 0) CHECK(all[i - 1].state.created_at > all[i].state.created_at);
+        }
+        CHECK(all.back().state.expired());  // k-1: listed though expired
+        CHECK_FALSE(all.front().state.expired());
+
+        const auto two = admin.completed_since("since", since, 2);
+        REQUIRE(two.size() == 2);
+        CHECK(two[0].key_hash == id_of(keys[5]));
+        CHECK(two[1].key_hash == id_of(keys[4]));
+        // From the epoch (or before it): every completed record of the namespace.
+        CHECK(admin.completed_since("since", time_point{}, 100).size() == 5);
+        CHECK(admin.completed_since("since", time_point::min(), 100).size() == 5);
+        CHECK(admin.completed_since("since", all.front().state.created_at + 1ms, 100).empty());
+        CHECK(admin.completed_since("since.other", time_point{}, 100).size() == 1);
+        CHECK(admin.completed_since("absent", time_point{}, 100).empty());
+
+        for (const std::size_t limit : {std::size_t{0}, max_recent_records + 1}) {
+            CAPTURE(limit);
+            CHECK_THROWS_AS((void)admin.completed_since("since", since, limit), std::invalid_argument);
+        }
+        CHECK_THROWS_AS((void)admin.completed_since("", since, 10), std::invalid_argument);
+        CHECK_THROWS_AS((void)admin.completed_since("caf\xC3", since, 10), std::invalid_argument);
+        CHECK(f.records() == 8);
+    }
+
 }  // TEST_SUITE("store_admin")
 
 }  // namespace idem::contract

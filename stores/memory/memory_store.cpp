@@ -270,6 +270,22 @@ bool memory_store::do_release(const record_key& key, std::string_view token) {
     return !expired;
 }
 
+std::optional<record_state> memory_store::inspect(const record_key& key, bool with_payload) {
+    shard& s = shard_for(key);
+    const time_point now = clock_->now();
+    std::lock_guard lock(s.mutex);
+    const std::size_t slot = s.find(key.digest());
+    if (slot == s.size()) return std::nullopt;
+    const shard::entry& e = s.entries[slot];
+    record_state r{.completed = e.completed,
+                   .expires_at = s.expiry[slot],
+                   .now = now,
+                   .name_space = std::string(key.name_space()),
+                   .payload_bytes = e.completed ? e.payload.size() : 0};
+    if (with_payload && e.completed) r.payload = e.payload;
+    return r;
+}
+
 forget_result memory_store::forget(const record_key& key, bool force) {
     shard& s = shard_for(key);
     const time_point now = clock_->now();

@@ -162,6 +162,20 @@ FROM idem_records WHERE namespace = convert_from($1, 'UTF8')
 ORDER BY created_at DESC, key_hash LIMIT $2)",
                                      recent_types, "listing recent records"};
 
+// A record completed at or after $2 expires after it (a retention is positive),
+// so the rows that expired before $2 need not be read: the planner walks the
+// expires_at index from $2 when that range is a small part of the table, else
+// scans it. $2 is the time since the Unix epoch, as an interval.
+constexpr Oid completed_since_types[] = {bytea_oid, interval_oid, int8_oid};
+constexpr statement_text completed_since_text{R"(
+SELECT key_hash, completed, created_at, expires_at, (SELECT clock_timestamp()),
+       coalesce(octet_length(payload), 0)::bigint
+FROM idem_records
+WHERE expires_at > timestamptz 'epoch' + $2 AND namespace = convert_from($1, 'UTF8') AND completed
+  AND created_at >= timestamptz 'epoch' + $2
+ORDER BY created_at DESC, key_hash LIMIT $3)",
+                                              completed_since_types, "listing records completed since a time"};
+
 // Deletes the row unless it is in flight ($2: force); the condition is checked
 // on the row's latest version, under its lock, so a row reserved meanwhile is
 // kept. Answers the row deleted, in the columns of inspect_text.
@@ -394,6 +408,7 @@ record_statements::record_statements(PGconn* conn, bool named)
       release_{&release_text, name("release")},
       inspect_{&inspect_text, name("inspect")},
       recent_{&recent_text, name("recent")},
+      completed_since_{&completed_since_text, name("completed_since")},
       forget_{&forget_text, name("forget")},
       count_expired_{&count_expired_text, name("count_expired")},
       purge_{&purge_text, name("purge")},
@@ -569,7 +584,24 @@ std::vector<listed_record> record_statements::recent(std::string_view name_space
     pipeline p(conn_);
     recent_.queue(p, values);
     p.run();
-    const result& r = p.last();
+    return listed(p.last(), name_space);
+}
+
+std::vector<listed_record> record_statements::completed_since(std::string_view name_space, time_point since,
+                                                              std::size_t limit) {
+    std::string scratch;
+    parameters values;
+    // Not before the epoch: a timestamp holds no time_point::min().
+    values.bytes(readable(name_space, scratch))
+        .interval(std::max(since.time_since_epoch(), duration::zero()))
+        .int8(static_cast<std::int64_t>(limit));
+    pipeline p(conn_);
+    completed_since_.queue(p, values);
+    p.run();
+    return listed(p.last(), name_space);
+}
+
+std::vector<listed_record> record_statements::listed(const result& r, std::string_view name_space) {
     std::vector<listed_record> out;
     for (int row = 0; row < r.rows(); ++row) {
         const std::string_view hash = r.bytes(row, 0);

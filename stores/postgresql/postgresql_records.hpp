@@ -73,6 +73,10 @@ public:
 
     [[nodiscard]] std::optional<record_state> inspect(const record_id_type& id, bool with_payload);
     [[nodiscard]] std::vector<listed_record> recent(std::string_view name_space, std::size_t limit);
+    // The completed rows of `name_space` written at or after `since`, newest first,
+    // at most `limit`; found through the expires_at index when the planner finds it cheaper.
+    [[nodiscard]] std::vector<listed_record> completed_since(std::string_view name_space, time_point since,
+                                                             std::size_t limit);
     [[nodiscard]] forget_result forget(const record_id_type& id, bool force);
     [[nodiscard]] std::size_t count_expired(duration older_than);
     // Deletes up to `limit` rows expired at least `older_than` ago; returns how many.
@@ -91,6 +95,8 @@ private:
     // expired by now. store_error(unsupported) outside READ COMMITTED.
     [[nodiscard]] std::optional<reservation> locked_entry(const record_key& key, std::string_view fingerprint);
     [[nodiscard]] static store_error changing(const record_key& key);
+    // recent()'s rows (and completed_since()'s), of `name_space`.
+    [[nodiscard]] static std::vector<listed_record> listed(const result& r, std::string_view name_space);
     // The statement's name on this connection; empty when statements go unnamed.
     [[nodiscard]] std::string name(std::string_view operation) const;
     // Whether most of the last 8 lookups on this connection that decided
@@ -101,7 +107,7 @@ private:
     int backend_pid_;
     std::string prefix_;
     prepared_statement reserve_, reserve_in_, lookup_, look_up_, insert_, complete_, complete_at_commit_, release_,
-        inspect_, recent_, forget_, count_expired_, purge_;
+        inspect_, recent_, completed_since_, forget_, count_expired_, purge_;
     // The transaction control the fast path sends in its pipelines: parsed once
     // per connection rather than per transaction. BEGIN's text is the runner's
     // (these statements belong to one runner), known at its first use.

@@ -105,6 +105,12 @@ std::vector<listed_record> postgresql_store::recent(std::string_view name_space,
     return impl_->detached([&](pg::record_statements& s) { return s.recent(name_space, limit); });
 }
 
+std::vector<listed_record> postgresql_store::completed_since(std::string_view name_space, time_point since,
+                                                             std::size_t limit) {
+    detail::check_recent_arguments(name_space, limit);
+    return impl_->detached([&](pg::record_statements& s) { return s.completed_since(name_space, since, limit); });
+}
+
 forget_result postgresql_store::forget(std::span<const std::byte> digest, bool force) {
     const detail::record_id_type id = detail::record_id_of(digest);
     return impl_->detached([&](pg::record_statements& s) { return s.forget(id, force); });

@@ -114,6 +114,17 @@ bool redis_store::do_release(const record_key& key, std::string_view token) {
     });
 }
 
+std::optional<record_state> redis_store::inspect(const record_key& key, bool with_payload) {
+    const std::string storage_key = key.to_storage_key(prefix_);
+    std::optional<record_state> r = in_context("inspect", &key, [&] {
+        const std::array<std::string_view, 1> argv{with_payload ? "1" : "0"};
+        return redis_detail::decode_inspect(*router_->run(redis_detail::inspect_script(), storage_key, argv),
+                                            clock::system()->now());
+    });
+    if (r) r->name_space = key.name_space();
+    return r;
+}
+
 forget_result redis_store::forget(const record_key& key, bool force) {
     const std::string storage_key = key.to_storage_key(prefix_);
     forget_result r = in_context("forget", &key, [&] {

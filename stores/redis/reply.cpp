@@ -122,6 +122,32 @@ forget_result decode_forget(const redisReply& r, time_point now) {
     return out;
 }
 
+std::optional<record_state> decode_inspect(const redisReply& r, time_point now) {
+    if (r.type == REDIS_REPLY_ERROR) throw_reply_error(r, "server error");
+    if (r.type != REDIS_REPLY_ARRAY || r.elements == 0 || r.element[0]->type != REDIS_REPLY_INTEGER)
+        throw_shape("inspect");
+    const long long code = r.element[0]->integer;
+    if (code == 0 && r.elements == 1) return std::nullopt;
+    if (code == 3 && r.elements == 1)
+        throw store_error(store_failure::corrupt_record, "the key holds something this store did not write");
+    if (code != 1 || r.elements < 3 || r.elements > 4 || r.element[1]->type != REDIS_REPLY_INTEGER ||
+        r.element[2]->type != REDIS_REPLY_INTEGER)
+        throw_shape("inspect");
+    const long long ttl = r.element[1]->integer, bytes = r.element[2]->integer;
+    if (ttl < 0 || bytes < -1 || (bytes == -1 && r.elements != 3)) throw_shape("inspect");
+    record_state out;
+    out.completed = bytes >= 0;
+    out.now = now;
+    out.expires_at = now + std::chrono::milliseconds(ttl);
+    out.payload_bytes = bytes >= 0 ? static_cast<std::size_t>(bytes) : 0;
+    if (r.elements == 4) {
+        const redisReply& p = *r.element[3];
+        if (p.type != REDIS_REPLY_STRING || static_cast<long long>(p.len) != bytes) throw_shape("inspect");
+        out.payload = std::string(p.str, p.len);
+    }
+    return out;
+}
+
 std::optional<redirection> parse_redirection(std::string_view error_text) {
     const auto first_space = error_text.find(' ');
     if (first_space == std::string_view::npos) return std::nullopt;

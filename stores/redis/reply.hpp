@@ -33,6 +33,8 @@ namespace idem::redis_detail {
 [[nodiscard]] bool decode_release(const redisReply& r);
 // The forget script's answer, its times read against `now`; the namespace is the caller's to fill.
 [[nodiscard]] forget_result decode_forget(const redisReply& r, time_point now);
+// The inspect script's answer, its times read against `now`; the namespace is the caller's to fill.
+[[nodiscard]] std::optional<record_state> decode_inspect(const redisReply& r, time_point now);
 
 struct node_address {
     std::string host;  // empty: the node that sent the reply

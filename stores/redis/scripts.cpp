@@ -76,4 +76,21 @@ return {1, ttl, string.len(e[3])}
     return s;
 }
 
+const script& inspect_script() {
+    static const script s = make(R"lua(
+local e = redis.call('HMGET', KEYS[1], 't', 'f')
+if not (e[1] and e[2]) then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return {3} end
+  return {0}
+end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then return {3} end
+if redis.call('HEXISTS', KEYS[1], 'p') == 0 then return {1, ttl, -1} end
+local bytes = redis.call('HSTRLEN', KEYS[1], 'p')
+if ARGV[1] == '1' then return {1, ttl, bytes, redis.call('HGET', KEYS[1], 'p')} end
+return {1, ttl, bytes}
+)lua");
+    return s;
+}
+
 }  // namespace idem::redis_detail

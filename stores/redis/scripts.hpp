@@ -29,6 +29,10 @@ const script& release_script();
 // KEYS[1] entry; ARGV "1" to force. Returns {0} absent, {1, pttl, payload bytes} deleted,
 // {2, pttl, -1} in flight and kept, {3} foreign key or one with no TTL (kept). Payload bytes -1: in flight.
 const script& forget_script();
+// KEYS[1] entry; ARGV "1" for the payload too. Read only. Returns {0} absent,
+// {1, pttl, -1} in flight, {1, pttl, payload bytes[, payload]} completed, {3} foreign key
+// or one with no TTL.
+const script& inspect_script();
 
 // A lease or retention as PEXPIRE takes it: whole milliseconds, rounded up, so a
 // positive span never becomes 0 (which would delete the entry on the spot).

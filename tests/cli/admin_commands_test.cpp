@@ -5,7 +5,9 @@
 #include <soci/soci.h>
 
 #include <algorithm>
+#include <ctime>
 #include <fstream>
+#include <utility>
 
 #include "cli_support.hpp"
 #include "idem/error.hpp"
@@ -517,4 +519,120 @@ TEST_CASE("inspect --recent lists a namespace's records written last, newest fir
         CHECK(r.exit_code == 2);
         CHECK(r.out.empty());
     }
+}
+
+namespace {
+
+// `t` as `inspect` prints it and --since takes it: 2024-11-29T22:02:21.492Z.
+std::string utc_text(sys::time_point t) {
+    const auto ms = std::chrono::floor<std::chrono::milliseconds>(t.time_since_epoch()).count();
+    const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+    std::tm parts{};
+    REQUIRE(gmtime_r(&seconds, &parts) != nullptr);
+    char text[40];
+    REQUIRE(std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts) > 0);
+    return std::string(text) + "." + std::to_string(1000 + ms % 1000).substr(1) + "Z";
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    for (std::size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1)
+        lines.push_back(text.substr(at, end - at));
+    return lines;
+}
+
+}  // namespace
+
+TEST_CASE("inspect --since lists what a namespace completed since a time, newest first, through the expiry index") {
+    workspace w;
+    w.migrate();
+    const auto now = sys::now();
+    seed(w.db, "old", 1, record_kind::completed, now - 3h, 1h);          // completed 3h ago, expired 2h ago
+    seed(w.db, "day", 1, record_kind::completed, now - 90min, 24h);      // live, but completed before the hour
+    seed(w.db, "short", 1, record_kind::completed, now - 20min, 10min);  // in the hour, expired since
+    seed(w.db, "mid", 1, record_kind::in_flight, now - 10min, 1h);       // in the hour, never completed
+    seed(w.db, "new", 3, record_kind::completed, now - 5min, 1h);
+    {
+        idem::sqlite_store store{{.path = w.db, .migrate_on_open = false}};
+        const idem::record_key elsewhere("elsewhere", "x");
+        const auto r = store.try_reserve(elsewhere, "fp", 1min);
+        REQUIRE(store.complete(elsewhere, r.token, "fp", "p", 1h));
+    }
+    const std::int64_t rows = w.rows();
+    const auto hash_of = [](const std::string& prefix, int n) { return idem::test::record_id_hex(key_of(prefix, n)); };
+
+    auto r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--since", "1h"});
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto lines = lines_of(r.out);
+    REQUIRE(lines.size() == 5);  // a header, new-0..2, short-0
+    CHECK(lines[0].starts_with("key hash          SQL key_hash                      state"));
+    for (int i = 1; i <= 3; ++i) {
+        CHECK(contains(lines[static_cast<std::size_t>(i)], "  completed  "));
+        CHECK(lines[static_cast<std::size_t>(i)].ends_with(std::to_string(payload_of("new", 0).size()) + " bytes"));
+    }
+    CHECK(contains(lines[4], hash_of("short", 0) + "  expired (was completed)"));
+    for (int n = 0; n < 3; ++n) CHECK(contains(r.out, hash_of("new", n)));
+    for (const char* absent : {"old", "day", "mid"}) CHECK(!contains(r.out, hash_of(absent, 0)));
+    CHECK(!contains(r.out, "acme"));
+    CHECK(!contains(r.out, "new-0"));
+
+    // --limit keeps the newest; an absolute time (UTC, or with an offset) reaches further back.
+    r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--since", "1h", "--limit", "2"});
+    CHECK(r.exit_code == 0);
+    lines = lines_of(r.out);
+    REQUIRE(lines.size() == 3);
+    CHECK(!contains(r.out, hash_of("short", 0)));
+    r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--since", utc_text(now - 2h)});
+    CHECK(r.exit_code == 0);
+    CHECK(lines_of(r.out).size() == 6);
+    CHECK(contains(lines_of(r.out)[5], hash_of("day", 0)));
+    std::string shifted = utc_text(now - 1h);  // now - 2h as a clock at +01:00 shows it
+    shifted.back() = '+';
+    shifted += "01:00";
+    r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--since", shifted});
+    CAPTURE(shifted);
+    CHECK(r.exit_code == 0);
+    CHECK(lines_of(r.out).size() == 6);
+    r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--since", "4h", "--limit", "1000"});
+    CHECK(lines_of(r.out).size() == 7);  // old-0 too: expired, but completed since
+    CHECK(contains(r.out, hash_of("old", 0) + "  expired (was completed)"));
+
+    // Nothing completed since then, or an unknown namespace: exit 3, said on stderr.
+    r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--since", "1m"});
+    CHECK(r.exit_code == 3);
+    CHECK(r.out.empty());
+    CHECK(contains(r.err, "no record of namespace cli completed since "));
+    r = w.idem({"inspect", "--db", w.db, "--namespace", "nothing-here", "--since", "7d"});
+    CHECK(r.exit_code == 3);
+    CHECK(contains(r.err, "no record of namespace nothing-here completed since"));
+
+    // Bad input is a usage error that says why, and changes nothing.
+    for (const auto& [args, why] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+             {{"--namespace", "cli", "--since", "yesterday"}, "a time is a UTC time"},
+             {{"--namespace", "cli", "--since", "2024-02-30T00:00:00Z"}, "no such date"},
+             {{"--namespace", "cli", "--since", "2024-11-29T22:02:21"}, "Z for UTC"},
+             {{"--namespace", "cli", "--since", "2024-11-29T25:02:21Z"}, "no such time of day"},
+             {{"--namespace", "cli", "--since", "1969-12-31T00:00:00Z"}, "from 1970"},
+             {{"--namespace", "cli", "--since", "1h", "--tenant", "acme"}, "SQL rows hold no scope"},
+             {{"--namespace", "cli", "--since", "1h", "--limit", "0"}, "--limit takes 1 to 1000"},
+             {{"--namespace", "cli", "--since", "1h", "--limit", "1001"}, "--limit takes 1 to 1000"},
+             {{"--namespace", "cli", "--limit", "5"}, "--limit goes with --since"},
+             {{"--namespace", "cli", "--recent", "5", "--limit", "5"}, "--limit goes with --since"},
+             {{"--namespace", "cli", "--since", "1h", "--recent", "5"}, "two listings"},
+             {{"--namespace", "cli", "--since", "1h", "--key", "new-0"}, "nothing that names one record"},
+             {{"--namespace", "cli", "--since", "1h", "--payload"}, "nothing that names one record"},
+             {{"--since", "1h"}, "give --namespace NS"},
+             {{"--namespace", "", "--since", "1h"}, "give --namespace NS"},
+         }) {
+        std::vector<std::string> all{"inspect", "--db", w.db};
+        all.insert(all.end(), args.begin(), args.end());
+        r = w.idem(all);
+        CAPTURE(args);
+        CAPTURE(r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        CHECK(contains(r.err, why));
+    }
+    CHECK(w.rows() == rows);
 }

@@ -240,6 +240,75 @@ TEST_CASE("postgresql: inspect --recent lists a namespace newest first, expired 
     CHECK(w.idem({"inspect", "--db", db.uri, "--namespace", "cli", "--recent", "1001"}).exit_code == 2);
 }
 
+TEST_CASE("postgresql: inspect --since lists what a namespace completed since a time, newest first") {
+    workspace w;
+    pg_database db;
+    w.migrate(db.uri);
+    {
+        idem::postgresql_store store{{.connection = db.uri, .migrate_on_open = false}};
+        for (int n = 0; n < 5; ++n) {
+            const auto r = store.try_reserve(key_of("pg", n), "fp", 10min);
+            REQUIRE(r.status == idem::reservation_status::reserved);
+            if (n != 3) REQUIRE(store.complete(key_of("pg", n), r.token, "fp", std::string(n, 'p'), 24h));
+            std::this_thread::sleep_for(5ms);
+        }
+        const idem::record_key elsewhere("elsewhere", "x");
+        const auto r = store.try_reserve(elsewhere, "fp", 1min);
+        REQUIRE(store.complete(elsewhere, r.token, "fp", "p", 1h));
+    }
+    // pg-0 completed two hours ago and expired one hour ago; pg-1 completed two hours ago, still kept.
+    const auto hex = [](int n) { return idem::test::record_id_hex(key_of("pg", n)); };
+    execute(db.uri,
+            "UPDATE idem_records SET created_at = clock_timestamp() - interval '2 hours', expires_at = "
+            "clock_timestamp() - interval '1 hour' WHERE key_hash = '\\x" +
+                hex(0) + "'");
+    execute(db.uri,
+            "UPDATE idem_records SET created_at = clock_timestamp() - interval '2 hours' WHERE key_hash = '\\x" +
+                hex(1) + "'");
+    const long long rows = db.rows();
+
+    auto r = w.idem({"inspect", "--db", db.uri, "--namespace", "cli", "--since", "1h"});
+    CAPTURE(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 3);  // a header, pg-4 and pg-2
+    const auto at = [&](int n) { return r.out.find(hex(n)); };
+    REQUIRE(at(4) != std::string::npos);
+    REQUIRE(at(2) != std::string::npos);
+    CHECK(at(4) < at(2));
+    CHECK(at(3) == std::string::npos);  // in flight
+    CHECK(at(1) == std::string::npos);  // completed before
+    CHECK(contains(r.out, hex(4) + "  completed"));
+    CHECK(contains(r.out, "4 bytes"));
+    CHECK(!contains(r.out, "acme"));
+
+    r = w.idem({"inspect", "--db", db.uri, "--namespace", "cli", "--since", "3h", "--limit", "3"});
+    CHECK(r.exit_code == 0);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 4);
+    CHECK(at(1) != std::string::npos);  // set two hours back after pg-0, so a little newer
+    CHECK(at(0) == std::string::npos);  // past the limit
+    r = w.idem({"inspect", "--db", db.uri, "--namespace", "cli", "--since", "3h"});
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
+    CHECK(contains(r.out, hex(0) + "  expired (was completed)"));
+    CHECK(contains(r.out, hex(1) + "  completed"));
+
+    r = w.idem({"inspect", "--db", db.uri, "--namespace", "none", "--since", "7d"});
+    CHECK(r.exit_code == 3);
+    CHECK(contains(r.err, "no record of namespace none completed since"));
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"--namespace", "cli", "--since", "2024-13-01T00:00:00Z"},
+             {"--namespace", "cli", "--since", "1h", "--client", "shop"},
+             {"--namespace", "cli", "--since", "1h", "--limit", "1001"},
+         }) {
+        std::vector<std::string> all{"inspect", "--db", db.uri};
+        all.insert(all.end(), args.begin(), args.end());
+        r = w.idem(all);
+        CAPTURE(r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+    }
+    CHECK(db.rows() == rows);
+}
+
 TEST_CASE("postgresql: purge --dry-run, --older-than, --batch and --max-rows; live rows stay") {
     workspace w;
     pg_database db;

@@ -1,4 +1,4 @@
-// `idem forget --redis` on a throwaway redis-server, and the --redis URL grammar.
+// `idem forget --redis` and `idem inspect --redis` on a throwaway redis-server, and the --redis URL grammar.
 #include <doctest/doctest.h>
 
 #include <stdexcept>
@@ -106,4 +106,85 @@ TEST_CASE("cli redis: a Redis that is not there is a database error that says wh
     const outcome o = w.idem({"forget", "--redis", url, "--namespace", "cli", "--tenant", "acme", "--key", "k"});
     CHECK(o.exit_code == 1);
     CHECK(o.err.find("check that Redis is reachable") != std::string::npos);
+}
+
+TEST_CASE("cli redis: inspect shows a record by its key, the payload only with --payload; lists are for SQL stores") {
+    const idem::test::redis_endpoint redis = idem::test::shared_redis();
+    idem::redis_options options;
+    options.host = redis.host;
+    options.port = redis.port;
+    idem::redis_store store(options);
+    const std::string url = "redis://" + redis.host + ":" + std::to_string(redis.port);
+    const record_key done = key_of("redis-inspect-done", 0), running = key_of("redis-inspect-running", 0);
+    const std::string payload("{\"receipt\":1}\0\xff", 15);
+    auto r = store.try_reserve(done, "fp", 1min);
+    REQUIRE(store.complete(done, r.token, "fp", payload, 1h));
+    REQUIRE(store.try_reserve(running, "fp", 10min).status == reservation_status::reserved);
+    workspace w;
+    auto inspect = [&](std::vector<std::string> tail) {
+        std::vector<std::string> args{"inspect", "--redis", url};
+        args.insert(args.end(), tail.begin(), tail.end());
+        return w.idem(args);
+    };
+
+    outcome o = inspect({"--namespace", "cli", "--tenant", "acme", "--key", "redis-inspect-done-0"});
+    CAPTURE(o.err);
+    REQUIRE(o.exit_code == 0);
+    CHECK(contains(o.out, "key hash:       " + done.key_hash()));
+    CHECK(contains(o.out, "digest:         " + digest_hex(done)));
+    CHECK(contains(o.out, "namespace:      cli\n"));
+    CHECK(contains(o.out, "state:          completed\n"));
+    CHECK(contains(o.out, "retention left: 59m"));
+    CHECK(contains(o.out, "payload:        15 bytes\n"));
+    CHECK(!contains(o.out, "SQL key_hash"));  // Redis keys records by their text
+    CHECK(!contains(o.out, "created"));       // and keeps no write time
+    CHECK(!contains(o.out, "receipt"));
+    CHECK(!contains(o.out, "acme"));
+
+    o = inspect({"--namespace", "cli", "--tenant", "acme", "--key", "redis-inspect-done-0", "--payload"});
+    CHECK(o.exit_code == 0);
+    CHECK(o.out == payload);  // stdout: the payload alone, byte for byte
+    CHECK(contains(o.err, "state:          completed"));
+
+    o = inspect({"--namespace", "cli", "--tenant", "acme", "--key", "redis-inspect-running-0"});
+    CHECK(o.exit_code == 0);
+    CHECK(contains(o.out, "state:          in flight\n"));
+    CHECK(contains(o.out, "lease left:     9m"));
+    CHECK(contains(o.out, "payload:        none (in flight)"));
+    // Inspecting changed nothing.
+    CHECK(store.try_reserve(running, "fp", 10min).status == reservation_status::in_flight);
+    CHECK(store.try_reserve(done, "fp", 10min).payload == payload);
+
+    o = inspect({"--namespace", "cli", "--tenant", "acme", "--key", "never"});
+    CHECK(o.exit_code == 3);
+    CHECK(contains(o.err, "no record with key hash"));
+    CHECK(!contains(o.err, "operation"));
+
+    // A hash cannot find a Redis record; Redis lists nothing; --db and --redis exclude each other.
+    o = inspect({"--key-hash", std::string(64, 'a')});
+    CHECK(o.exit_code == 2);
+    CHECK(contains(o.err, "by its key, not its hash"));
+    o = inspect({"--namespace", "cli", "--since", "1h"});
+    CHECK(o.exit_code == 2);
+    CHECK(contains(o.err, "Redis keeps no write time"));
+    CHECK(inspect({"--namespace", "cli", "--recent", "5"}).exit_code == 2);
+    CHECK(w.idem({"inspect", "--redis", url, "--db", w.db, "--namespace", "cli", "--tenant", "acme", "--key", "k"})
+              .exit_code == 2);
+    CHECK(w.idem({"inspect", "--namespace", "cli", "--tenant", "acme", "--key", "k"}).exit_code == 2);
+    o = w.idem({"inspect", "--redis", "redis://:hunter2@127.0.0.1:notaport", "--namespace", "cli", "--tenant", "acme",
+                "--key", "k"});
+    CHECK(o.exit_code == 2);
+    CHECK(!contains(o.err, "hunter2"));
+    (void)store.forget(done, true);
+    (void)store.forget(running, true);
+}
+
+TEST_CASE("cli redis: inspect on a Redis that is not there is a database error that says what to check") {
+    idem::test::redis_server server;
+    const std::string url = "redis://127.0.0.1:" + std::to_string(server.port());
+    server.stop();
+    workspace w;
+    const outcome o = w.idem({"inspect", "--redis", url, "--namespace", "cli", "--tenant", "acme", "--key", "k"});
+    CHECK(o.exit_code == 1);
+    CHECK(contains(o.err, "check that Redis is reachable"));
 }

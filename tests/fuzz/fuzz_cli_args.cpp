@@ -1,4 +1,4 @@
-// Any --db URL, duration, --key-hash and record-naming flags, as the idem
+// Any --db URL, duration, --since time, --key-hash and record-naming flags, as the idem
 // command receives them: each parser accepts a value it can stand behind or
 // refuses with std::invalid_argument (the flags with CLI11's own errors), and a
 // refused URL's message never repeats credentials.
@@ -15,6 +15,7 @@
 #include "duration_arg.hpp"
 #include "fuzz_input.hpp"
 #include "record_key_flags.hpp"
+#include "time_arg.hpp"
 
 namespace {
 
@@ -34,6 +35,18 @@ void duration(std::string_view text) {
         if (d < idem::duration::zero() || d % std::chrono::seconds(1) != idem::duration::zero())
             throw std::logic_error("a negative or fractional duration");
         (void)idem::cli::describe(d);
+    } catch (const std::invalid_argument&) {
+    }
+}
+
+// A time (or a duration back from a fixed now) is one from 1970 on, before 2201 (with an offset, a day into it).
+void since_time(std::string_view text) {
+    using namespace std::chrono;
+    const idem::time_point now{sys_days(year(2026) / 12 / 1).time_since_epoch()};
+    try {
+        const idem::time_point t = idem::cli::parse_time(text, now);
+        if (t < idem::time_point{} || t >= idem::time_point{sys_days(year(2201) / 1 / 2).time_since_epoch()})
+            throw std::logic_error("a time outside 1970 to 2200");
     } catch (const std::invalid_argument&) {
     }
 }
@@ -71,6 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto parts = idem::fuzz::split(idem::fuzz::as_text(data, size));
     database_url(idem::fuzz::part(parts, 0));
     duration(idem::fuzz::part(parts, 1));
+    since_time(idem::fuzz::part(parts, 1));
     digest(idem::fuzz::part(parts, 2));
     if (parts.size() > 3) key_flags(std::vector<std::string_view>(parts.begin() + 3, parts.end()));
     return 0;

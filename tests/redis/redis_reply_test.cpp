@@ -156,6 +156,31 @@ TEST_CASE("redis replies: the scripts' answers decode to reservations; any other
                           store_failure::corrupt_record,
                       bad);
 
+    CHECK_FALSE(decode_inspect(*parse("*1\r\n:0\r\n"), now));
+    const auto running = decode_inspect(*parse("*3\r\n:1\r\n:1500\r\n:-1\r\n"), now);
+    REQUIRE(running);
+    CHECK_FALSE(running->completed);
+    CHECK_FALSE(running->payload);
+    CHECK(running->expires_at == now + std::chrono::milliseconds(1500));
+    const auto sized = decode_inspect(*parse("*3\r\n:1\r\n:10\r\n:7\r\n"), now);
+    REQUIRE(sized);
+    CHECK(sized->completed);
+    CHECK(sized->payload_bytes == 7);
+    CHECK_FALSE(sized->payload);
+    const auto read = decode_inspect(*parse("*4\r\n:1\r\n:10\r\n:3\r\n$3\r\na\0b\r\n"sv), now);
+    REQUIRE(read);
+    CHECK(read->payload == std::string("a\0b", 3));
+    const auto empty = decode_inspect(*parse("*4\r\n:1\r\n:10\r\n:0\r\n$0\r\n\r\n"), now);
+    REQUIRE(empty);
+    CHECK(empty->payload == std::string());
+    for (const std::string_view bad :
+         {"*1\r\n:3\r\n", "*0\r\n", ":0\r\n", "*1\r\n:1\r\n", "*3\r\n:2\r\n:10\r\n:5\r\n", "*3\r\n:1\r\n:-1\r\n:5\r\n",
+          "*3\r\n:1\r\n:10\r\n:-2\r\n", "*4\r\n:1\r\n:10\r\n:-1\r\n$0\r\n\r\n",
+          "*4\r\n:1\r\n:10\r\n:4\r\n$3\r\nabc\r\n", "*4\r\n:1\r\n:10\r\n:3\r\n:3\r\n", "$-1\r\n"})
+        CHECK_MESSAGE(caught_store_error([&] { (void)decode_inspect(*parse(bad), now); }).failure() ==
+                          store_failure::corrupt_record,
+                      bad);
+
     // Error replies keep their code; a slot on the move is transient.
     const auto moving =
         caught_store_error([&] { (void)decode_complete(*parse("-TRYAGAIN Multiple keys request\r\n")); });

@@ -205,6 +205,47 @@ TEST_CASE("redis: forget deletes a completed entry; one in flight only when forc
         {"DEL", done.to_storage_key(), running.to_storage_key(), foreign.to_storage_key(), text.to_storage_key()});
 }
 
+TEST_CASE("redis: inspect reads an entry without changing it; a foreign key is a typed error") {
+    redis_store store(test::shared_redis_options());
+    const std::string ns = fresh_namespace();
+    const record_key done(ns, "done"), running(ns, "running"), foreign(ns, "foreign"), text(ns, "text");
+    test::redis_client raw(test::shared_redis());
+    auto r = store.try_reserve(done, "fp", 1min);
+    REQUIRE(store.complete(done, r.token, "fp", std::string("re\0sult", 7), 1h));
+    REQUIRE(store.try_reserve(running, "fp", 2min).status == status::reserved);
+
+    CHECK_FALSE(store.inspect(record_key(ns, "never"), true));
+    const auto completed = store.inspect(done, true);
+    REQUIRE(completed);
+    CHECK(completed->completed);
+    CHECK(completed->payload_bytes == 7);
+    CHECK(completed->payload == std::string("re\0sult", 7));
+    CHECK(completed->name_space == ns);
+    CHECK(completed->created_at == idem::time_point{});  // Redis keeps no write time
+    CHECK(completed->expires_at - completed->now > 59min);
+    CHECK(completed->expires_at - completed->now <= 1h);
+    const auto in_flight = store.inspect(running, true);
+    REQUIRE(in_flight);
+    CHECK_FALSE(in_flight->completed);
+    CHECK_FALSE(in_flight->payload);
+    CHECK(in_flight->expires_at - in_flight->now <= 2min);
+    // Reading changed nothing: the same fields and TTLs, the key still in flight.
+    CHECK(raw.text({"HLEN", done.to_storage_key()}) == "3");
+    CHECK(raw.text({"HLEN", running.to_storage_key()}) == "2");
+    CHECK(std::stoll(raw.text({"PTTL", running.to_storage_key()})) > 60'000);
+    CHECK(store.try_reserve(running, "fp", 1min).status == status::in_flight);
+
+    REQUIRE(raw.text({"HSET", foreign.to_storage_key(), "x", "y"}) == "1");
+    REQUIRE(raw.text({"SET", text.to_storage_key(), "not a hash"}) == "OK");
+    CHECK(caught_store_error([&] { (void)store.inspect(foreign, false); }).failure() == store_failure::corrupt_record);
+    CHECK(caught_store_error([&] { (void)store.inspect(text, false); }).failure() == store_failure::corrupt_record);
+    // A record without a TTL is none this store wrote either.
+    REQUIRE(raw.text({"PERSIST", done.to_storage_key()}) == "1");
+    CHECK(caught_store_error([&] { (void)store.inspect(done, false); }).failure() == store_failure::corrupt_record);
+    (void)raw.text(
+        {"DEL", done.to_storage_key(), running.to_storage_key(), foreign.to_storage_key(), text.to_storage_key()});
+}
+
 TEST_CASE("redis: bad options are rejected at construction, naming the field") {
     auto rejected = [](const redis_options& options, std::string_view field) {
         try {

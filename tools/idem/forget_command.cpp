@@ -31,14 +31,7 @@ forget_result on_redis(const forget_args& args, const digest& d) {
             "idem: a Redis ledger finds a record by its key, not its hash: name it by --namespace, one scope flag "
             "and --key");
     const redis_options options = parse_redis_url(args.redis);
-    try {
-        return forget_on_redis(options, args.key.build(), args.force);
-    } catch (const store_error& e) {
-        throw command_error(
-            fmt::format("{}; check that Redis is reachable and --redis is right (for {}), then run "
-                        "the command again",
-                        e.what(), names_of(d)));
-    }
+    return on_redis_ledger(names_of(d), [&] { return forget_on_redis(options, args.key.build(), args.force); });
 }
 
 int forget(const forget_args& args) {

@@ -3,7 +3,9 @@
 //   idem purge --db URL [...]             delete expired records in bounded batches
 //   idem key derive|uuid|message|storage|valid ...
 //   idem inspect --db URL --key-hash H    look at one record
+//   idem inspect --redis URL --namespace NS --tenant T --key K   one record on a Redis ledger
 //   idem inspect --db URL --namespace NS --recent N    the namespace's latest records
+//   idem inspect --db URL --namespace NS --since T [--limit N]   what it completed since T
 //   idem forget --db URL --key-hash H [--force]         delete one record
 //   idem forget --redis URL --namespace NS --tenant T --key K   the same on a Redis ledger
 //   idem relay --db URL --to URL --secret S [--drain]   deliver the outbox to a webhook receiver

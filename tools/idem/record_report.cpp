@@ -60,16 +60,16 @@ std::string names_of(const digest& d) {
                        hex(d));
 }
 
-void print_record(std::ostream& out, const digest& d, const record_state& r) {
+void print_record(std::ostream& out, const digest& d, const record_state& r, bool on_redis) {
     const auto line = [&](std::string_view label, const std::string& value) {
         out << fmt::format("{:<16}{}\n", std::string(label) + ":", value);
     };
     line("key hash", hex(std::span(d).first(8)));
     if (d.size() == 32) line("digest", hex(d));
-    line("SQL key_hash", hex(std::span(d).first(16)));
+    if (!on_redis) line("SQL key_hash", hex(std::span(d).first(16)));
     line("namespace", r.name_space);
     line("state", state_of(r));
-    line("created", utc(r.created_at));
+    if (!on_redis) line("created", utc(r.created_at));
     line(r.completed ? "retained until" : "lease until", utc(r.expires_at));
     if (r.expired())
         line("expired", describe(detail::saturating_difference(r.now, r.expires_at)) + " ago");
@@ -77,6 +77,17 @@ void print_record(std::ostream& out, const digest& d, const record_state& r) {
         line(r.completed ? "retention left" : "lease left",
              describe(detail::saturating_difference(r.expires_at, r.now)));
     line("payload", r.completed ? fmt::format("{} bytes", r.payload_bytes) : std::string("none (in flight)"));
+}
+
+void print_listed(std::ostream& out, const std::vector<listed_record>& rows) {
+    out << fmt::format("{:<18}{:<34}{:<25}{:<26}{:<26}{}\n", "key hash", "SQL key_hash", "state", "created", "expires",
+                       "payload");
+    for (const listed_record& l : rows) {
+        const auto& r = l.state;
+        out << fmt::format("{:<18}{:<34}{:<25}{:<26}{:<26}{}\n", hex(std::span(l.key_hash).first(8)), hex(l.key_hash),
+                           state_of(r), utc(r.created_at), utc(r.expires_at),
+                           r.completed ? fmt::format("{} bytes", r.payload_bytes) : std::string("-"));
+    }
 }
 
 }  // namespace idem::cli

@@ -33,7 +33,12 @@ void add_record_options(CLI::App& command, std::string& key_hash, record_key_fla
 // The hashes a record goes by: "key hash de6fe96d5b30bbc7 (SQL key_hash de6f...)".
 [[nodiscard]] std::string names_of(const digest& d);
 
-// inspect's description of one record, one "label: value" line each.
-void print_record(std::ostream& out, const digest& d, const record_state& r);
+// inspect's description of one record, one "label: value" line each. A record
+// on Redis has no SQL key_hash and no write time: those lines are left out.
+void print_record(std::ostream& out, const digest& d, const record_state& r, bool on_redis = false);
+
+// inspect's list of records (--recent, --since): a header, then one line each:
+// key hash, SQL key_hash, state, written, expires, payload size.
+void print_listed(std::ostream& out, const std::vector<listed_record>& rows);
 
 }  // namespace idem::cli
