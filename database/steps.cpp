@@ -66,6 +66,7 @@ struct steps_state {
     std::size_t completed = 0;  // the steps this run stored or found stored
     std::set<std::string, std::less<>> names;
     std::size_t pending_call = 0;
+    std::string pending_call_name;
     bool compensating = false;        // this run undoes the operation, from `next` on
     std::size_t compensate_from = 0;  // where its compensation's steps begin, when compensating
     takeover_note note = takeover_note::none;
@@ -80,20 +81,24 @@ struct steps_state {
         return next++;
     }
 
-    // Locks the operation's row and checks it still carries this run's fence.
-    void hold(soci::session& sql) const {
+    // Locks the operation's row and checks it still carries this run's fence;
+    // `refused` says what lease_lost means for the caller (what did not happen).
+    void hold(soci::session& sql, std::string_view refused) const {
         long long current = 0;
         int state = 0;
         sql << "SELECT fence, state FROM idem_operations WHERE record_id = :id" + lock, soci::into(current),
             soci::into(state), soci::use(record_id);
-        if (!sql.got_data() || current != fence || state != 0)
+        if (!sql.got_data())
+            throw lease_lost("idem: operation " + key_hash +
+                             " is gone (its key was released or purged): " + std::string(refused));
+        if (current != fence || state != 0)
             throw lease_lost("idem: operation " + key_hash + " was taken over by a newer run (fence " +
                              std::to_string(current) + ", this run's " + std::to_string(fence) +
-                             "): its step rolled back");
+                             "): " + std::string(refused));
     }
 
     // Moves the recovery point to `point` and renews the lease, under this run's fence.
-    void advance(soci::session& sql, std::size_t point) const {
+    void advance(soci::session& sql, std::size_t point, std::string_view refused) const {
         const long long at = static_cast<long long>(point);
         soci::statement update = unnamed_statement(
             sql,
@@ -102,7 +107,7 @@ struct steps_state {
             soci::use(at), soci::use(lease_ms), soci::use(record_id), soci::use(fence));
         update.execute(true);
         if (update.get_affected_rows() != 1)
-            throw lease_lost("idem: operation " + key_hash + " was taken over by a newer run: its step rolled back");
+            throw lease_lost("idem: operation " + key_hash + " was taken over by a newer run: " + std::string(refused));
     }
 
     [[nodiscard]] std::optional<stored_step> read(soci::session& sql, std::size_t index) const {
@@ -187,14 +192,14 @@ std::optional<std::string> steps::run_step(std::string_view name,
     std::optional<std::string> found = s.db->transact([&](unit_of_work& uow) -> std::optional<std::string> {
         ++attempts;
         soci::session& sql = uow.sql();
-        s.hold(sql);
+        s.hold(sql, "its step '" + std::string(name) + "' did not run");
         if (auto stored = s.read(sql, index)) {
             s.check_shape(*stored, name, detail::kind_step, index);
             return operations::from_hex(stored->result);
         }
         std::optional<std::string> result = work(uow);
         s.insert(sql, index, name, detail::kind_step, attempts, result);
-        s.advance(sql, index + 1);
+        s.advance(sql, index + 1, "its step '" + std::string(name) + "' rolled back");
         return std::nullopt;
     });
     ++s.completed;
@@ -206,9 +211,11 @@ std::optional<std::string> steps::begin_call(std::string_view name) {
     const std::size_t index = s.claim(name);
     call_key_ = call_key(name);
     s.pending_call = index;
+    s.pending_call_name = name;
+    const std::string not_made = "its call '" + std::string(name) + "' was not made";
     std::optional<std::string> answer = s.db->transact([&](unit_of_work& uow) -> std::optional<std::string> {
         soci::session& sql = uow.sql();
-        s.hold(sql);
+        s.hold(sql, not_made);
         if (auto stored = s.read(sql, index)) {
             s.check_shape(*stored, name, detail::kind_call, index);
             if (stored->state == 1) return operations::from_hex(stored->result);
@@ -220,7 +227,7 @@ std::optional<std::string> steps::begin_call(std::string_view name) {
         } else {
             s.insert(sql, index, name, detail::kind_call, 1, std::nullopt);
         }
-        s.advance(sql, index);
+        s.advance(sql, index, not_made);
         return std::nullopt;
     });
     if (answer) ++s.completed;
@@ -230,14 +237,16 @@ std::optional<std::string> steps::begin_call(std::string_view name) {
 void steps::end_call(const std::string& answer) {
     detail::steps_state& s = *state_;
     const std::string text = operations::to_hex(answer);
+    // The call was made; the run that took over makes it again with the same call key.
+    const std::string not_stored = "the answer of its call '" + s.pending_call_name + "' was not stored";
     s.db->transact([&](unit_of_work& uow) {
         soci::session& sql = uow.sql();
-        s.hold(sql);
+        s.hold(sql, not_stored);
         const long long at = static_cast<long long>(s.pending_call);
         sql << "UPDATE idem_steps SET state = 1, result = :result, updated_at = " + s.now +
                    " WHERE record_id = :id AND step_index = :i AND state = 0",
             soci::use(text), soci::use(s.record_id), soci::use(at);
-        s.advance(sql, s.pending_call + 1);
+        s.advance(sql, s.pending_call + 1, not_stored);
     });
     ++s.completed;
 }
@@ -262,9 +271,10 @@ std::optional<std::string> steps::stored_bytes(std::string_view name) const {
 void steps::finish(const std::string& payload, classification how) {
     detail::steps_state& s = *state_;
     const std::string text = operations::to_hex(payload);
+    constexpr std::string_view not_stored = "its final result was not stored (every step it stored stays)";
     s.db->transact([&](unit_of_work& uow) {
         soci::session& sql = uow.sql();
-        s.hold(sql);
+        s.hold(sql, not_stored);
         // A step that failed and was caught stored nothing; every stored one must have been met.
         long long stored = 0;
         sql << "SELECT COUNT(*) FROM idem_steps WHERE record_id = :id AND state = 1", soci::into(stored),
@@ -288,7 +298,8 @@ void steps::finish(const std::string& payload, classification how) {
             soci::use(text), soci::use(point), soci::use(retention), soci::use(s.record_id), soci::use(s.fence));
         update.execute(true);
         if (update.get_affected_rows() != 1)
-            throw lease_lost("idem: operation " + s.key_hash + " was taken over by a newer run before it completed");
+            throw lease_lost("idem: operation " + s.key_hash +
+                             " was taken over by a newer run: " + std::string(not_stored));
     });
 }
 

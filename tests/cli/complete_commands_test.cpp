@@ -143,10 +143,16 @@ TEST_CASE("idem complete --expire and --compensate hand a held operation to the 
     s.while_charging = [&] {
         if (std::exchange(armed, false)) expired = w.idem(with({"complete", "--db", w.db, "--expire"}, named("o1")));
     };
-    CHECK_THROWS_AS((void)s.run("o1", {.lease = 10min}), idem::lease_lost);
+    // The call was made: its answer is what the moved fence refuses, and the message says so.
+    const std::string refused = "idem: operation " + op_key("o1").key_hash() +
+                                " was taken over by a newer run (fence 2, this run's 1): the answer of its call "
+                                "'charge' was not stored";
+    CHECK_THROWS_WITH_AS((void)s.run("o1", {.lease = 10min}), refused.c_str(), idem::lease_lost);
     CHECK(expired.exit_code == 0);
     CHECK(contains(expired.out, "released operation"));
+    CHECK(idem::inspect_operation(s.db, op_key("o1"))->fence == 2);  // the first run's 1, moved on by --expire
     CHECK(completer.run_once() == 1);
+    CHECK(idem::inspect_operation(s.db, op_key("o1"))->fence == 3);  // and the completer's takeover
     CHECK(s.run("o1").value() == "shipped order o1 ch_1");
     CHECK(s.charges == 2);
 

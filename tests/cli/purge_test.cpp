@@ -73,7 +73,11 @@ TEST_CASE("purge --older-than leaves rows that expired more recently") {
     CHECK(purged(r) == 300);
     CHECK(contains(r.out, "rows expired for over 150m"));
     CHECK(w.rows(named("recent", 200)) == 200);
-    CHECK(purged(w.idem({"purge", "--db", w.db, "--older-than", "9m"})) == 200);
+    // In milliseconds: 11 minutes leaves the rows that expired 10 minutes ago, 9 minutes takes them.
+    CHECK(purged(w.idem({"purge", "--db", w.db, "--older-than", "660000ms"})) == 0);
+    r = w.idem({"purge", "--db", w.db, "--older-than", "540000ms"});
+    CHECK(purged(r) == 200);
+    CHECK(contains(r.out, "rows expired for over 540000ms"));
     CHECK(w.rows() == 100);
     CHECK(live_rows(w) == 100);
 }
@@ -123,14 +127,20 @@ TEST_CASE("on a terminal purge shows its progress without being asked") {
 TEST_CASE("bad durations and bounds are usage errors naming the accepted forms; nothing is deleted") {
     workspace w;
     seed_mix(w);
-    for (const std::string d : {"5", "m", "1.5h", "-5m", "5w", "5 m", " 5m", "5M", "+5m", "0x5m", "", "99999999999999d",
-                                "999999999999999999999999s"}) {
+    for (const std::string d : {"5", "m", "ms", "1.5h", "-5m", "5w", "5 m", " 5m", "5M", "5MS", "5sm", "+5m", "0x5m",
+                                "", "99999999999999d", "999999999999999999999999s", "9999999999999999ms"}) {
         CAPTURE(d);
         const auto r = w.idem({"purge", "--db", w.db, "--older-than", d});
         CHECK(r.exit_code == 2);
         CHECK(r.out.empty());
-        CHECK(contains(r.err, "30s, 15m, 2h, 7d"));
+        // The flag, the text, what is wrong with it, and the units.
+        CHECK(contains(r.err, "--older-than \"" + d + "\" is no duration: "));
+        CHECK(contains(r.err, "a whole number followed by ms, s, m, h or d (e.g. 500ms, 30s, 15m, 2h, 7d)"));
     }
+    CHECK(contains(w.idem({"purge", "--db", w.db, "--older-than", "5w"}).err, ": \"w\" is no unit;"));
+    CHECK(contains(w.idem({"purge", "--db", w.db, "--older-than", "1.5h"}).err, ": the number is not whole;"));
+    CHECK(contains(w.idem({"purge", "--db", w.db, "--older-than", "30"}).err, ": it has no unit;"));
+    CHECK(contains(w.idem({"purge", "--db", w.db, "--older-than", "99999999999999d"}).err, ": it is too long"));
     for (const auto& args : std::vector<std::vector<std::string>>{{"--batch", "0"},
                                                                   {"--batch", "-1"},
                                                                   {"--batch", "ten"},
@@ -145,7 +155,7 @@ TEST_CASE("bad durations and bounds are usage errors naming the accepted forms; 
         CHECK(r.exit_code == 2);
     }
     CHECK(w.rows() == 600);
-    for (const std::string ok : {"0s", "30s", "15m", "2h", "7d"})
+    for (const std::string ok : {"0s", "500ms", "30s", "15m", "2h", "7d"})
         CHECK(w.idem({"purge", "--db", w.db, "--dry-run", "--older-than", ok}).exit_code == 0);
 }
 

@@ -353,6 +353,47 @@ TEST_CASE("completer: while it compensates, a request with the key gets in_fligh
     }
 }
 
+TEST_CASE("completer: a compensation may name its steps as the operation's; stored() still reads the operation's") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_payments(*where);
+        std::string forward_key, undo_key;
+        const idem::operation<std::string> payment{
+            "bank.payment",
+            [&](idem::steps& s) {
+                s.step("hold", [](idem::unit_of_work&) { return std::string("held 10"); });
+                return s.call("charge", [&](const std::string& key) -> std::string {
+                    forward_key = key;
+                    throw provider_down();
+                });
+            },
+            {.compensate =
+                 [&](idem::steps& s) {
+                     // The names are checked within one run: the compensation's own "hold" is allowed.
+                     const std::string undone = s.step("hold", [&](idem::unit_of_work&) {
+                         return "released " + s.stored("hold").value_or("nothing");
+                     });
+                     // A call of the same name has the same call key: a provider would take it for the charge.
+                     undo_key = s.call_key("charge");
+                     return undone + ", then " + s.stored("hold").value_or("nothing");
+                 },
+             .compensate_after = 0}};
+        idem::completer completer(db, {payment}, quick());
+        CHECK_THROWS_AS((void)bank::pay_with(payment, db, "n", 10), provider_down);
+        CHECK(completer.run_once() == 1);
+        const idem::operation_state undone = state_of(db, "n");
+        CHECK(undone.phase == operation_phase::compensated);
+        REQUIRE(undone.steps.size() == 3);
+        CHECK(undone.steps[0].name == "hold");
+        CHECK_FALSE(undone.steps[0].compensation);
+        CHECK(undone.steps[2].name == "hold");
+        CHECK(undone.steps[2].compensation);
+        CHECK(undone.steps[2].result == "released held 10");
+        CHECK(bank::pay_with(payment, db, "n", 10).value() == "released held 10, then held 10");
+        CHECK(undo_key == forward_key);
+    }
+}
+
 TEST_CASE("completer: a late original cannot write a step after the completer took it over") {
     for (const auto& where : places()) {
         CAPTURE(where->url());

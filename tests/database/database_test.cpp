@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <future>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -224,6 +226,45 @@ TEST_CASE("PostgreSQL: a duplicate whose work fails on the first one's writes re
     CHECK(executed == 1);
     CHECK(replayed == 1);
     CHECK(balance(db, "bob") == 20);
+}
+
+TEST_CASE("PostgreSQL: a duplicate whose work throws its own exception once the first committed gets the replay") {
+    postgresql_place where;
+    idem::database_options options;
+    options.pool_size = 4;
+    idem::database db = open_bank(where, options);
+    struct insufficient_funds : std::runtime_error {
+        insufficient_funds() : std::runtime_error("insufficient funds") {}
+    };
+    std::barrier both_inside(2);
+    std::atomic<int> entered{0};
+    std::promise<void> first_committed;
+    std::shared_future<void> committed = first_committed.get_future().share();
+    auto pay = [&] {
+        auto e = db.once(key_of("t-funds"), "fp", [&](idem::unit_of_work& uow) {
+            const bool first = entered++ == 0;
+            both_inside.arrive_and_wait();
+            if (!first) {
+                // The second finds the money gone once the first committed, and says so by throwing.
+                if (committed.wait_for(60s) != std::future_status::ready) throw std::logic_error("no commit");
+                throw insufficient_funds();
+            }
+            move(uow, 999999);
+            return std::string("paid");
+        });
+        if (e.status() == execution_status::executed) first_committed.set_value();
+        return e;
+    };
+    auto a = std::async(std::launch::async, pay), b = std::async(std::launch::async, pay);
+    const auto one = a.get(), other = b.get();
+    // One executed; the other's exception gave way to the first's replay.
+    CHECK((one.status() == execution_status::executed) != (other.status() == execution_status::executed));
+    CHECK((one.status() == execution_status::replayed) != (other.status() == execution_status::replayed));
+    for (const auto* e : {&one, &other}) {
+        REQUIRE(e->has_value());
+        CHECK(e->value() == "paid");
+    }
+    CHECK(balance(db, "bob") == 999999);
 }
 
 TEST_CASE("PostgreSQL: reserve_first makes a duplicate wait instead of running the work") {

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "idem/completer.hpp"
 #include "idem/database.hpp"
 #include "idem/keys.hpp"
+#include "key_hex.hpp"
 #include "steps_bank.hpp"
 #ifdef IDEM_TEST_POSTGRESQL
 #include "idem/postgresql_store.hpp"
@@ -392,6 +394,72 @@ TEST_CASE(
         auto replay = db.steps(bank::key_of("l"), "fp", taker);
         CHECK(replay.status() == execution_status::replayed);
         CHECK(replay.value() == "taker/settled");
+    }
+}
+
+TEST_CASE("steps: a run fenced out (as idem complete --expire does) is told what did not happen; fences start at 1") {
+    for (const auto& where : places()) {
+        CAPTURE(where->url());
+        idem::database db = open_payments(*where);
+        // What `idem complete --expire` does to an operation: its lease ends and its fence moves on.
+        auto expire = [&](const std::string& op) {
+            const std::string id = record_id_hex(bank::key_of(op));
+            db.transact([&](idem::unit_of_work& uow) {
+                uow.sql() << "UPDATE idem_operations SET fence = fence + 1, expires_at = 0 WHERE record_id = :id",
+                    soci::use(id);
+            });
+        };
+        // Runs op: its step "hold", then `between`; returns what lease_lost said.
+        auto fenced_out = [&](const std::string& op, const std::function<void(idem::steps&)>& between) {
+            try {
+                (void)db.steps(bank::key_of(op), "fp", [&](idem::steps& s) {
+                    CHECK(s.fence() == 1);  // a new operation's first run
+                    s.step("hold", [](idem::unit_of_work&) { return std::string("held"); });
+                    between(s);
+                    return std::string("done");
+                });
+            } catch (const idem::lease_lost& e) {
+                return std::string(e.what());
+            }
+            return std::string("no lease_lost");
+        };
+        bool ran_it = false;
+        std::string said = fenced_out("before-step", [&](idem::steps& s) {
+            expire("before-step");
+            s.step("settle", [&](idem::unit_of_work&) {
+                ran_it = true;
+                return std::string();
+            });
+        });
+        CHECK(said.ends_with(" was taken over by a newer run (fence 2, this run's 1): its step 'settle' did not run"));
+        said = fenced_out("before-call", [&](idem::steps& s) {
+            expire("before-call");
+            (void)s.call("charge", [&](const std::string&) {
+                ran_it = true;
+                return std::string();
+            });
+        });
+        CHECK(said.ends_with(" (fence 2, this run's 1): its call 'charge' was not made"));
+        CHECK_FALSE(ran_it);
+        said = fenced_out("in-call", [&](idem::steps& s) {
+            (void)s.call("charge", [&](const std::string&) {
+                expire("in-call");
+                return std::string("ch_1");
+            });
+        });
+        CHECK(said.ends_with(" (fence 2, this run's 1): the answer of its call 'charge' was not stored"));
+        said = fenced_out("at-end", [&](idem::steps&) { expire("at-end"); });
+        CHECK(said.ends_with(" (fence 2, this run's 1): its final result was not stored (every step it stored stays)"));
+        CHECK(said.starts_with("idem: operation " + bank::key_of("at-end").key_hash() + " was taken over"));
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_steps WHERE name = 'hold'") == 4);
+        CHECK(count_rows(db, "SELECT COUNT(*) FROM idem_steps WHERE name = 'charge' AND state = 1") == 0);
+        // A retry takes the expired one over: one more than the fence the expire left.
+        const auto e = db.steps(bank::key_of("at-end"), "fp", [&](idem::steps& s) {
+            CHECK(s.fence() == 3);
+            return s.step("hold", [](idem::unit_of_work&) { return std::string("not run: stored"); });
+        });
+        CHECK(e.status() == execution_status::executed);
+        CHECK(e.value() == "held");
     }
 }
 

@@ -32,10 +32,13 @@ void database_url(std::string_view text) {
 void duration(std::string_view text) {
     try {
         const idem::duration d = idem::cli::parse_duration(text);
-        if (d < idem::duration::zero() || d % std::chrono::seconds(1) != idem::duration::zero())
-            throw std::logic_error("a negative or fractional duration");
+        if (d < idem::duration::zero() || d % std::chrono::milliseconds(1) != idem::duration::zero())
+            throw std::logic_error("a negative duration, or one finer than milliseconds");
         (void)idem::cli::describe(d);
-    } catch (const std::invalid_argument&) {
+    } catch (const std::invalid_argument& e) {
+        // Every refusal names the accepted units.
+        if (std::string_view(e.what()).find(idem::cli::duration_forms) == std::string_view::npos)
+            throw std::logic_error("a refused duration's message does not name the accepted forms");
     }
 }
 

@@ -38,7 +38,7 @@ struct complete_args {
 // One line per unfinished operation, then a summary; exit_stuck when one's
 // lease ended longer than --stuck-after ago.
 int list(const complete_args& args) {
-    const duration stuck_after = parse_duration(args.stuck_after);
+    const duration stuck_after = parse_duration(args.stuck_after, "--stuck-after");
     const record_key_flags& k = args.key;
     if (!args.key_hash.empty() || !k.key.empty() || k.scoped())
         throw std::invalid_argument(

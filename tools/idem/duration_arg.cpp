@@ -1,5 +1,6 @@
 #include "duration_arg.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
@@ -14,32 +15,52 @@ namespace {
 
 using namespace std::chrono_literals;
 
-[[noreturn]] void reject(std::string_view why) {
-    throw std::invalid_argument(fmt::format("idem: {}; a duration is {}", why, duration_forms));
+struct unit_of_text {
+    std::string_view name;
+    std::chrono::milliseconds length;
+};
+
+constexpr unit_of_text units[] = {{"ms", 1ms}, {"s", 1s}, {"m", 1min}, {"h", 1h}, {"d", 24h}};
+
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+// Short and without control bytes: fit to repeat in a message, on a terminal.
+bool fit_to_show(std::string_view text) {
+    return text.size() <= 64 && std::all_of(text.begin(), text.end(),
+                                            [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
+}
+
+[[noreturn]] void reject(std::string_view text, std::string_view flag, std::string_view why) {
+    const std::string value = fit_to_show(text) ? fmt::format("\"{}\"", text) : "the value";
+    throw std::invalid_argument(fmt::format("idem: {}{}{} is no duration: {}; a duration is {}", flag,
+                                            flag.empty() ? "" : " ", value, why, duration_forms));
 }
 
 }  // namespace
 
-duration parse_duration(std::string_view text) {
-    if (text.size() < 2) reject("duration too short");
-    std::chrono::seconds unit{};
-    switch (text.back()) {
-        case 's': unit = 1s; break;
-        case 'm': unit = 1min; break;
-        case 'h': unit = 1h; break;
-        case 'd': unit = 24h; break;
-        default: reject("unknown duration unit");
+duration parse_duration(std::string_view text, std::string_view flag) {
+    std::size_t digits_end = 0;
+    while (digits_end < text.size() && is_digit(text[digits_end])) ++digits_end;
+    const std::string_view digits = text.substr(0, digits_end), unit_text = text.substr(digits_end);
+    if (digits.empty()) reject(text, flag, text.empty() ? "it is empty" : "it does not begin with a whole number");
+    if (unit_text.empty()) reject(text, flag, "it has no unit");
+    const unit_of_text* unit = nullptr;
+    for (const unit_of_text& u : units)
+        if (u.name == unit_text) unit = &u;
+    if (unit == nullptr) {
+        if (std::any_of(unit_text.begin(), unit_text.end(), [](char c) { return is_digit(c) || c == '.' || c == ','; }))
+            reject(text, flag, "the number is not whole");
+        reject(text, flag, fit_to_show(text) ? fmt::format("\"{}\" is no unit", unit_text) : "its unit is unknown");
     }
-    const std::string_view digits = text.substr(0, text.size() - 1);
     std::uint64_t count = 0;
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), count);
-    if (ec == std::errc::result_out_of_range) reject("duration too long");
-    if (ec != std::errc() || end != digits.data() + digits.size()) reject("not a duration");
     // duration counts nanoseconds in 64 bits: about 292 years.
     const auto limit = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::seconds>(duration::max()).count() / unit.count());
-    if (count > limit) reject("duration too long");
-    return std::chrono::duration_cast<duration>(unit * static_cast<std::int64_t>(count));
+        std::chrono::duration_cast<std::chrono::milliseconds>(duration::max()).count() / unit->length.count());
+    if (ec != std::errc() || count > limit) reject(text, flag, "it is too long (292 years at most)");
+    return std::chrono::duration_cast<duration>(unit->length * static_cast<std::int64_t>(count));
 }
 
 std::string describe(duration d) {

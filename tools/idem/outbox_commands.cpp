@@ -7,7 +7,9 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -32,6 +34,7 @@ struct relay_args {
     std::string lease = "30s";
     std::string first_backoff = "1s";
     std::string max_backoff = "5m";
+    std::string timeout = "10s";
     bool drain = false;
 };
 
@@ -40,6 +43,30 @@ idem::database open_database(const std::string& url) {
     // A missing SQLite file is an error here, not a new empty outbox.
     (void)on_database(parsed, [&] { return open_store(parsed, open_mode::existing); });
     return on_database(parsed, [&] { return idem::database::open(url, {.pool_size = 8}); });
+}
+
+// A stored text on one line, escaped as in a C string: a backslash before each
+// backslash and double quote; newline, carriage return and tab as \n, \r, \t;
+// any other control byte as \xHH. Other bytes (UTF-8 too) stay as they are, so
+// a dead letter is one line whatever its receiver answered.
+std::string escaped(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        switch (c) {
+            case '\\': out += "\\\\"; break;
+            case '"': out += "\\\""; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+                    out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+                else
+                    out += c;
+        }
+    }
+    return out;
 }
 
 // Messages found under a taken id are named only when there were some (each is also a log line on stderr).
@@ -52,20 +79,25 @@ std::string figures(const outbox_metrics& m) {
 }
 
 void relay(const relay_args& args) {
-    const auto millis = [](const std::string& text) {
-        return std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(text));
+    const auto millis = [](const std::string& text, std::string_view flag) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(parse_duration(text, flag));
     };
+    // Every flag is checked before the database is opened.
+    const auto lease = millis(args.lease, "--lease"), first_backoff = millis(args.first_backoff, "--first-backoff"),
+               max_backoff = millis(args.max_backoff, "--max-backoff"), timeout = millis(args.timeout, "--timeout");
+    if (timeout <= std::chrono::milliseconds::zero())
+        throw std::invalid_argument("idem: --timeout must be at least 1ms");
     idem::database db = open_database(args.url);
-    auto sink =
-        std::make_shared<http::webhook_sink>(http::webhook_sink_options{.url = args.to, .secrets = args.secrets});
+    auto sink = std::make_shared<http::webhook_sink>(
+        http::webhook_sink_options{.url = args.to, .secrets = args.secrets, .timeout = timeout});
     auto logs = std::make_shared<log_sink>(std::cerr, log_level::warning);
     outbox_relay relay(db, sink,
                        {.batch = static_cast<std::size_t>(args.batch),
                         .threads = static_cast<int>(args.threads),
-                        .lease = millis(args.lease),
+                        .lease = lease,
                         .max_attempts = static_cast<int>(args.max_attempts),
-                        .first_backoff = millis(args.first_backoff),
-                        .max_backoff = millis(args.max_backoff),
+                        .first_backoff = first_backoff,
+                        .max_backoff = max_backoff,
                         .telemetry = logs});
     if (args.drain) {
         // Until nothing is due: what is backing off waits for a later run.
@@ -109,6 +141,10 @@ void add_relay_command(CLI::App& app) {
         fmt::format("The wait after a failed delivery, doubled per attempt: {} (default 1s)", duration_forms));
     command->add_option("--max-backoff", args->max_backoff,
                         fmt::format("The longest wait between attempts: {} (default 5m)", duration_forms));
+    command->add_option("--timeout", args->timeout,
+                        fmt::format("How long a delivery waits for the receiver (to take the request, to answer) "
+                                    "before it counts as failed and is delivered again later: {} (default 10s)",
+                                    duration_forms));
     command->add_flag("--drain", args->drain, "Deliver what is due, then exit (instead of running until stopped)");
     command->callback([args] { relay(*args); });
 }
@@ -138,7 +174,8 @@ void add_status_commands(CLI::App& app) {
         const auto letters = on_database(parse_database_url(*dead_url),
                                          [&] { return dead_letters(db, static_cast<std::size_t>(*dead_limit)); });
         for (const dead_letter& d : letters)
-            std::cout << fmt::format("{} {} attempts={} answer=\"{}\"\n", d.id, d.topic, d.attempts, d.last_answer);
+            std::cout << fmt::format("{} {} attempts={} answer=\"{}\"\n", d.id, escaped(d.topic), d.attempts,
+                                     escaped(d.last_answer));
         if (letters.empty()) std::cout << "no dead letters\n";
     });
 

@@ -148,7 +148,7 @@ std::size_t purge_table(const opened_store& store, const purge_args& args, const
 }
 
 void purge(const purge_args& args) {
-    const duration older_than = parse_duration(args.older_than);
+    const duration older_than = parse_duration(args.older_than, "--older-than");
     const auto older_ms = std::chrono::duration_cast<std::chrono::milliseconds>(older_than).count();
     const database_url db = parse_database_url(args.url);
     // A dry run opens the database read-only: it changes nothing, not even the journal mode.

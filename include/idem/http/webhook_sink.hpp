@@ -32,7 +32,9 @@ struct webhook_sink_options {
     std::string topic_header = "Idem-Topic";
     std::string ordering_key_header = "Idem-Ordering-Key";
     std::chrono::milliseconds connect_timeout{2000};
-    std::chrono::milliseconds timeout{10000};  // for the whole answer
+    // The longest wait for the receiver (to take the request, to answer it);
+    // one slower than this is sent the message again later: a duplicate.
+    std::chrono::milliseconds timeout{10000};
 };
 
 class IDEM_API webhook_sink final : public outbox_sink {
