@@ -17,6 +17,7 @@ execution_status status_of(reservation_status status) {
         case reservation_status::in_flight: return execution_status::in_flight;
         case reservation_status::completed: return execution_status::replayed;
         case reservation_status::fingerprint_mismatch: return execution_status::key_reused;
+        case reservation_status::expired: return execution_status::expired;
     }
     return execution_status::executed;
 }
@@ -137,7 +138,8 @@ private:
                 "the result keeps the key in flight until its lease ends");
             joined_->insert(*tx_, key_, fingerprint_, std::nullopt, settings_.lease);
         } else if (result.kind != classification::release) {
-            joined_->insert(*tx_, key_, fingerprint_, result.payload, retention_for(result.kind));
+            joined_->insert(*tx_, key_, fingerprint_, result.payload, retention_for(result.kind),
+                            remember_for(result.kind));
         }
         if (result.kind != classification::release) owned_->progress = detail::owned_progress::inserted;
         owned_->pending = result.kind == classification::release ? outcome::released : outcome::executed;
@@ -153,6 +155,14 @@ private:
 
     duration retention_for(classification kind) const {
         return kind == classification::store_as_failure ? settings_.failure_retention : settings_.retention;
+    }
+
+    // Only a result kept for the full retention is remembered past it: a failure's
+    // short retention exists so that a retry may run again. A call whose own
+    // retention outlasts the window keeps its record longer than a tombstone would.
+    duration remember_for(classification kind) const {
+        if (kind != classification::store || settings_.remember <= settings_.retention) return duration::zero();
+        return settings_.remember;
     }
 
     // A sealed payload is opened first: a missing or wrong key is payload_unreadable, as it is.
@@ -259,10 +269,10 @@ private:
             return;
         }
         try {
-            const bool done =
-                in_transaction
-                    ? joined_->complete(*tx_, key_, token, fingerprint_, result.payload, retention_for(result.kind))
-                    : store_.complete(key_, token, fingerprint_, result.payload, retention_for(result.kind));
+            const bool done = in_transaction ? joined_->complete(*tx_, key_, token, fingerprint_, result.payload,
+                                                                 retention_for(result.kind), remember_for(result.kind))
+                                             : store_.complete(key_, token, fingerprint_, result.payload,
+                                                               retention_for(result.kind), remember_for(result.kind));
             if (!done)
                 log(log_level::warning, "idem.complete.stale",
                     "the lease ended and another run took the key over; this result was not stored");
@@ -296,7 +306,8 @@ private:
         release(token, false, "the result is written over the reservation in the transaction");
         try {
             const bool done = tx_->savepoint([&] {
-                return joined_->complete(*tx_, key_, token, fingerprint_, result.payload, retention_for(result.kind));
+                return joined_->complete(*tx_, key_, token, fingerprint_, result.payload, retention_for(result.kind),
+                                         remember_for(result.kind));
             });
             if (!done)
                 log(log_level::warning, "idem.complete.stale",
@@ -367,6 +378,9 @@ detail::verdict executor::run_erased(unit_of_work* tx, const record_key& key, st
     }
     detail::check_fingerprint(fingerprint);
     record_store& store = *stores_.find(settings.store)->second;  // resolve() checked the name
+    if (settings.remember > duration::zero() && !store.traits().remembers)
+        throw options_error({"profiles." + settings.profile + ".remember: the store '" + settings.store +
+                             "' keeps no tombstones, so it cannot remember a key past its retention"});
     attempt a(store, tx, *telemetry_, key, fingerprint, settings, options, operation, std::move(stop), owned);
     return settings.mode == mode::enforce ? a.enforce() : a.observe();
 }

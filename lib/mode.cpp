@@ -33,6 +33,7 @@ std::string_view to_string(execution_status s) noexcept {
         case execution_status::replayed: return "replayed";
         case execution_status::in_flight: return "in_flight";
         case execution_status::key_reused: return "key_reused";
+        case execution_status::expired: return "expired";
     }
     return "unknown";
 }

@@ -64,6 +64,17 @@ std::vector<std::string> executor_options::problems(const std::set<std::string, 
         }
         check(out, "profiles." + name + ".", p.lease, p.retention, p.failure_retention, p.store,
               p.lease.value_or(lease), p.retention.value_or(retention), max_lease, stores);
+        if (p.remember) {
+            const std::string field = "profiles." + name + ".remember";
+            const duration kept = p.retention.value_or(retention);
+            if (*p.remember <= duration::zero())
+                out.push_back(field + " must be positive");
+            else if (*p.remember > max_duration)
+                out.push_back(field + " must be at most 100 years");
+            else if (*p.remember <= kept)
+                out.push_back(field + " (" + format_duration(*p.remember) + ") must be longer than retention (" +
+                              format_duration(kept) + ")");
+        }
     }
     return out;
 }
@@ -147,6 +158,7 @@ resolved_options options_source::resolve(const execution_options& call) const {
         .profile = call.profile,
         .http = global->http,
         .encryption = global->encryption,
+        .remember = profile != nullptr ? profile->remember.value_or(duration::zero()) : duration::zero(),
     };
     std::vector<std::string> problems;
     check(problems, "execution_options.", call.lease, call.retention, call.failure_retention, call.store, r.lease,

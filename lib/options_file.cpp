@@ -107,6 +107,8 @@ private:
                     read_duration(field, path, p.retention.emplace());
                 else if (name == "failure_retention")
                     read_duration(field, path, p.failure_retention.emplace());
+                else if (name == "remember")
+                    read_duration(field, path, p.remember.emplace());
                 else if (name == "store")
                     read_string(field, path, p.store.emplace());
                 else

@@ -16,6 +16,7 @@ std::string_view to_string(reservation_status status) noexcept {
         case reservation_status::in_flight: return "in_flight";
         case reservation_status::completed: return "completed";
         case reservation_status::fingerprint_mismatch: return "fingerprint_mismatch";
+        case reservation_status::expired: return "expired";
     }
     return "unknown";
 }
@@ -27,11 +28,12 @@ reservation record_store::try_reserve(const record_key& key, std::string_view fi
 }
 
 bool record_store::complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                            std::string_view payload, duration retention) {
+                            std::string_view payload, duration retention, duration remember) {
     detail::check_token(token);
     detail::check_fingerprint(fingerprint);
     detail::check_duration(retention, "retention");
-    return do_complete(key, token, fingerprint, payload, retention);
+    detail::check_remember(remember, retention, traits());
+    return do_complete(key, token, fingerprint, payload, retention, remember);
 }
 
 bool record_store::release(const record_key& key, std::string_view token) {
@@ -61,6 +63,20 @@ void check_duration(duration d, const char* what) {
     if (d <= duration::zero()) throw std::invalid_argument(std::string("idem: ") + what + " must be positive");
     if (d > max_duration)
         throw std::invalid_argument(std::string("idem: ") + what + " must be at most 100 years (idem::max_duration)");
+}
+
+void check_remember(duration remember, duration retention, const store_traits& traits) {
+    if (remember == duration::zero()) return;
+    if (remember < duration::zero()) throw std::invalid_argument("idem: remember must not be negative");
+    if (remember <= retention) throw std::invalid_argument("idem: remember must be longer than the retention");
+    if (remember > max_duration)
+        throw std::invalid_argument("idem: remember must be at most 100 years (idem::max_duration)");
+    if (!traits.remembers) throw std::invalid_argument("idem: this store keeps no tombstones (traits().remembers)");
+}
+
+std::string fingerprint_digest(std::string_view fingerprint) {
+    const auto d = sha256(fingerprint);
+    return std::string(reinterpret_cast<const char*>(d.data()), fingerprint_digest_bytes);
 }
 
 namespace {

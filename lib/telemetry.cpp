@@ -49,6 +49,7 @@ std::string_view to_string(outcome o) noexcept {
         case outcome::executed: return "executed";
         case outcome::replay: return "replay";
         case outcome::key_reused: return "key_reused";
+        case outcome::expired: return "expired";
         case outcome::in_flight: return "in_flight";
         case outcome::unscoped: return "unscoped";
         case outcome::reserve_failed: return "reserve_failed";

@@ -31,12 +31,14 @@ reservation transactional_record_store::try_reserve(unit_of_work& tx, const reco
 }
 
 bool transactional_record_store::complete(unit_of_work& tx, const record_key& key, std::string_view token,
-                                          std::string_view fingerprint, std::string_view payload, duration retention) {
+                                          std::string_view fingerprint, std::string_view payload, duration retention,
+                                          duration remember) {
     detail::check_token(token);
     detail::check_fingerprint(fingerprint);
     detail::check_duration(retention, "retention");
+    detail::check_remember(remember, retention, traits());
     require_active(tx);
-    return do_complete_in(tx, key, token, fingerprint, payload, retention);
+    return do_complete_in(tx, key, token, fingerprint, payload, retention, remember);
 }
 
 bool transactional_record_store::release(unit_of_work& tx, const record_key& key, std::string_view token) {
@@ -53,11 +55,14 @@ record_lookup transactional_record_store::look_up(unit_of_work& tx, const record
 }
 
 void transactional_record_store::insert(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
-                                        std::optional<std::string_view> payload, duration span) {
+                                        std::optional<std::string_view> payload, duration span, duration remember) {
     detail::check_fingerprint(fingerprint);
     detail::check_duration(span, payload ? "retention" : "lease");
+    if (!payload && remember != duration::zero())
+        throw std::invalid_argument("idem: only a completed record is remembered");
+    detail::check_remember(remember, span, traits());
     require_active(tx);
-    do_insert_in(tx, key, fingerprint, payload, span);
+    do_insert_in(tx, key, fingerprint, payload, span, remember);
 }
 
 record_lookup transactional_record_store::do_look_up_in(unit_of_work&, const record_key&, std::string_view) {
@@ -65,7 +70,7 @@ record_lookup transactional_record_store::do_look_up_in(unit_of_work&, const rec
 }
 
 void transactional_record_store::do_insert_in(unit_of_work&, const record_key&, std::string_view,
-                                              std::optional<std::string_view>, duration) {
+                                              std::optional<std::string_view>, duration, duration) {
     throw std::logic_error("idem: this store has no one-statement record form; look_up() answers reserve");
 }
 

@@ -250,6 +250,10 @@ answer receiver::respond(std::string_view id, const execution<handler_result>& e
     if (e.status() == execution_status::in_flight)
         return {409, verdict::in_flight,
                 text_of(answer_json(id, verdict::in_flight, "another delivery is being handled")), std::nullopt, 1};
+    if (e.status() == execution_status::expired)  // handled long ago; its result is no longer kept
+        return {200, verdict::duplicate,
+                text_of(answer_json(id, verdict::duplicate, "handled before; its result is no longer kept")),
+                std::nullopt, 0};
     if (!e.has_value())  // key_reused cannot happen: the fingerprint is constant
         throw std::logic_error("idem: a webhook event key was reused");
     const handler_result& r = e.value();

@@ -35,6 +35,7 @@ receipt capture_once(idem::executor& exec, const std::string& tenant, const std:
         case idem::execution_status::replayed: return e.value();
         case idem::execution_status::in_flight: throw std::runtime_error("capture in progress; retry later");
         case idem::execution_status::key_reused: throw std::invalid_argument("order captured with another amount");
+        case idem::execution_status::expired: throw std::invalid_argument("order captured long ago; receipt gone");
     }
     throw std::logic_error("unreachable");
 }

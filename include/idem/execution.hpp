@@ -6,6 +6,7 @@
 //       case idem::execution_status::replayed:   return e.value();  // the first run's result
 //       case idem::execution_status::in_flight:  return retry_later();
 //       case idem::execution_status::key_reused: return reject();  // same key, other content
+//       case idem::execution_status::expired:    return gone();    // ran long ago; its result is gone
 //   }
 #pragma once
 
@@ -19,7 +20,10 @@
 
 namespace idem {
 
-enum class execution_status { executed, replayed, in_flight, key_reused };
+// expired: the key ran before and its result is gone (retention over), but its
+// profile's remembered window still holds (profile_options::remember): it did
+// not run again.
+enum class execution_status { executed, replayed, in_flight, key_reused, expired };
 
 [[nodiscard]] IDEM_API std::string_view to_string(execution_status s) noexcept;
 
@@ -43,7 +47,7 @@ public:
 
 private:
     void require_value() const {
-        if (!value_) throw std::logic_error("idem: an execution that is in flight or key reused has no value");
+        if (!value_) throw std::logic_error("idem: an execution that is in flight, key reused or expired has no value");
     }
 
     execution_status status_;
@@ -53,7 +57,8 @@ private:
 };
 
 // The answer for an operation that returns nothing: it ran now, or a retry was
-// answered from its record (replayed), or it did not run (in flight, key reused).
+// answered from its record (replayed), or it did not run (in flight, key reused,
+// expired: it ran long ago).
 template <>
 class execution<void> {
 public:

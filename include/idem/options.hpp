@@ -6,7 +6,8 @@
 //
 //   idem::executor_options o;
 //   o.mode = idem::mode::observe;
-//   o.profiles["payments"] = {.mode = idem::mode::enforce, .retention = std::chrono::days(7)};
+//   o.profiles["payments"] = {.mode = idem::mode::enforce, .retention = std::chrono::days(7),
+//                             .remember = std::chrono::days(90)};  // a late retry: expired, never a rerun
 //   auto source = std::make_shared<idem::options_source>(o);
 //   source->replace(reloaded);  // invalid: every call throws options_error until fixed
 //
@@ -43,6 +44,12 @@ struct IDEM_API profile_options {
     std::optional<duration> retention = {};
     std::optional<duration> failure_retention = {};
     std::optional<std::string> store = {};  // a store registered on the executor under this name
+    // The remembered window: how long after a result is stored its key stays
+    // known, longer than `retention`. Once the result is gone (retention over,
+    // purged), a retry inside the window is answered execution_status::expired
+    // instead of running again; after it, the key runs anew. Unset: forgotten
+    // with the result. Needs a store whose traits say `remembers`.
+    std::optional<duration> remember = {};
 };
 
 // What an HTTP key is not enough for: an unidentified caller (no scope resolves).
@@ -109,6 +116,7 @@ struct IDEM_API resolved_options {
     std::string profile;
     http_settings http;
     std::shared_ptr<const encryption_keys> encryption;
+    duration remember = duration::zero();  // the profile's remembered window; zero: none
 };
 
 inline constexpr std::string_view messaging_profile = "messaging";

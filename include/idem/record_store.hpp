@@ -30,6 +30,7 @@ enum class reservation_status {
     in_flight,             // another run holds the key and has not finished
     completed,             // a run finished: payload holds its stored result
     fingerprint_mismatch,  // the key is live for other content
+    expired,               // the result is gone, but the key is remembered for this content: do not run
 };
 
 [[nodiscard]] IDEM_API std::string_view to_string(reservation_status status) noexcept;
@@ -49,6 +50,7 @@ struct IDEM_API reservation {
     [[nodiscard]] static reservation fingerprint_mismatch() {
         return {reservation_status::fingerprint_mismatch, {}, {}};
     }
+    [[nodiscard]] static reservation expired() { return {reservation_status::expired, {}, {}}; }
 };
 
 // What a store can promise. The contract suite (idem/contract.hpp) picks its
@@ -59,6 +61,7 @@ struct IDEM_API store_traits {
     bool joins_transactions = false;  // a transactional_record_store that joins the caller's transaction
     bool server_clock = false;        // expiry decided by the server's clock
     bool self_expiring = false;       // the server drops expired entries itself; purge has nothing to do
+    bool remembers = false;           // keeps tombstones: complete() and insert() take a remembered window
 };
 
 class IDEM_API record_store {
@@ -67,12 +70,17 @@ public:
 
     // One atomic step: reserved (fresh random token), in_flight, completed
     // (with payload) or fingerprint_mismatch (live entry for another fingerprint).
+    // With no live entry, a tombstone of the key (see complete's `remember`)
+    // answers expired for its fingerprint, fingerprint_mismatch for another.
     [[nodiscard]] reservation try_reserve(const record_key& key, std::string_view fingerprint, duration lease);
 
     // Compare-and-set on the token: stores the payload while the entry carries
     // `token` and is not completed, or when the entry is gone. Keeps it for `retention`.
+    // `remember` (zero: none; else longer than retention, and the store must say
+    // `remembers`): when it stores the payload, it also keeps a tombstone (the key
+    // hash, a digest of the fingerprint, no payload) until `remember` from now.
     [[nodiscard]] bool complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                                std::string_view payload, duration retention);
+                                std::string_view payload, duration retention, duration remember = duration::zero());
 
     // Removes the entry while it carries `token` and is not completed.
     [[nodiscard]] bool release(const record_key& key, std::string_view token);
@@ -84,8 +92,9 @@ public:
 
 protected:
     virtual reservation do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) = 0;
+    // `remember` is zero unless the store's traits say `remembers`.
     virtual bool do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                             std::string_view payload, duration retention) = 0;
+                             std::string_view payload, duration retention, duration remember) = 0;
     virtual bool do_release(const record_key& key, std::string_view token) = 0;
     virtual std::size_t do_purge_expired(std::size_t limit) = 0;
 };
@@ -96,6 +105,12 @@ namespace detail {
 IDEM_API void check_fingerprint(std::string_view fingerprint);
 IDEM_API void check_token(std::string_view token);
 IDEM_API void check_duration(duration d, const char* what);
+// A remembered window: zero, or longer than `retention` and at most max_duration,
+// on a store that remembers (std::invalid_argument otherwise).
+IDEM_API void check_remember(duration remember, duration retention, const store_traits& traits);
+// A tombstone's fingerprint: the first 16 bytes of the fingerprint's SHA-256.
+inline constexpr std::size_t fingerprint_digest_bytes = 16;
+[[nodiscard]] IDEM_API std::string fingerprint_digest(std::string_view fingerprint);
 // A fresh random fencing token: 32 lowercase hex characters.
 [[nodiscard]] IDEM_API std::string new_token();
 // The token of a record a transaction writes whole (insert): no one holds

@@ -83,14 +83,15 @@ public:
 
     // Deletes `key`'s record by hand, by store_admin::forget's rule: a completed
     // entry goes; one in flight is kept and reported unless `force` (an expired
-    // one is gone already: not_found). One script: the look and the delete are
-    // one step. Redis keeps no write time: the result's created_at is zero.
+    // one is gone already: not_found; its tombstone, when the key is remembered,
+    // goes: tombstone_deleted). One script: the look and the delete are one step.
+    // Redis keeps no write time: the result's created_at is zero.
     [[nodiscard]] forget_result forget(const record_key& key, bool force);
 
 protected:
     reservation do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) override;
     bool do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                     std::string_view payload, duration retention) override;
+                     std::string_view payload, duration retention, duration remember) override;
     bool do_release(const record_key& key, std::string_view token) override;
     // Redis drops expired keys itself: nothing to do, returns 0.
     std::size_t do_purge_expired(std::size_t limit) override;

@@ -40,8 +40,8 @@ public:
     // Lets `by` of the store's time pass. The default sleeps, which suits a store
     // on a real clock; a store on an injected clock (idem::manual_clock) advances it.
     virtual void advance(duration by);
-    // Empties the record table between scenarios. The default runs
-    // DELETE FROM idem_records.
+    // Empties the record tables between scenarios. The default runs
+    // DELETE FROM idem_records and DELETE FROM idem_tombstones.
     virtual void clear_records(soci::session& session);
 
     // Failure injection for the Observe scenarios, in the dialect's own SQL (a

@@ -74,21 +74,27 @@ public:
 
     [[nodiscard]] const std::string& path() const noexcept;
 
+    [[nodiscard]] store_traits traits() const noexcept override {
+        store_traits t = transactional_record_store::traits();
+        t.remembers = true;
+        return t;
+    }
+
 protected:
     reservation do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) override;
     bool do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                     std::string_view payload, duration retention) override;
+                     std::string_view payload, duration retention, duration remember) override;
     bool do_release(const record_key& key, std::string_view token) override;
     std::size_t do_purge_expired(std::size_t limit) override;
 
     reservation do_try_reserve_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                   duration lease) override;
     bool do_complete_in(unit_of_work& tx, const record_key& key, std::string_view token, std::string_view fingerprint,
-                        std::string_view payload, duration retention) override;
+                        std::string_view payload, duration retention, duration remember) override;
     bool do_release_in(unit_of_work& tx, const record_key& key, std::string_view token) override;
     record_lookup do_look_up_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint) override;
     void do_insert_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
-                      std::optional<std::string_view> payload, duration span) override;
+                      std::optional<std::string_view> payload, duration span, duration remember) override;
 
 private:
     struct impl;

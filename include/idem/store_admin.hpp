@@ -55,6 +55,7 @@ struct IDEM_API listed_record {
 
 enum class forget_outcome {
     deleted,            // the record is gone; a request with its key runs anew
+    tombstone_deleted,  // no record, but the key was remembered (its tombstone is gone): a request runs anew
     not_found,          // no record has that digest (nothing changed)
     refused_in_flight,  // reserved and its lease not over: kept (nothing changed)
 };
@@ -62,6 +63,9 @@ enum class forget_outcome {
 struct IDEM_API forget_result {
     forget_outcome outcome = forget_outcome::not_found;
     record_state record;  // the record deleted or kept, without the payload; empty when not_found
+    // The key's tombstone (profile_options::remember) was deleted too; with
+    // tombstone_deleted, record.expires_at is when it would have been forgotten.
+    bool tombstone = false;
 };
 
 // recent() and completed_since() list at most this many records.
@@ -122,14 +126,19 @@ public:
     // and a retry after the delete runs the operation a second time. The look and
     // the delete are one step (a transaction, or one statement that re-checks
     // the row under its lock): an expired record a retry takes over meanwhile is
-    // kept. std::invalid_argument for any other digest length.
+    // kept. A deleted record's tombstone (a remembered key: profile_options::remember)
+    // goes with it, and a tombstone alone is deleted too (tombstone_deleted): an
+    // operator's explicit choice to let the key run again. A record kept in flight
+    // keeps its tombstone. std::invalid_argument for any other digest length.
     [[nodiscard]] virtual forget_result forget(std::span<const std::byte> digest, bool force) = 0;
 
-    // Rows expired at least `older_than` ago.
+    // Rows expired at least `older_than` ago, and tombstones whose window ended that long ago.
     [[nodiscard]] virtual std::size_t count_expired(duration older_than) = 0;
 
     // Deletes up to `limit` rows expired at least `older_than` ago, in one short
     // transaction; never a live row. Concurrent purges delete each row once.
+    // Tombstones whose window ended (at least `older_than` ago) count as rows:
+    // records first, then tombstones, `limit` in all.
     virtual std::size_t purge_batch(std::size_t limit, duration older_than) = 0;
 };
 

@@ -40,6 +40,7 @@ enum class outcome {
     released,        // the key was freed: cancelled, or a result classified release
     key_missing,     // HTTP: no key where one is required
     key_invalid,     // HTTP: several keys, or one that is not a valid key
+    expired,         // the key's result is gone but its remembered window holds: it did not run
 };
 
 [[nodiscard]] IDEM_API std::string_view to_string(entry_point e) noexcept;

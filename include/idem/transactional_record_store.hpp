@@ -27,7 +27,7 @@ namespace idem {
 struct IDEM_API record_lookup {
     enum class found {
         nothing,  // no record: the work may run, and insert() writes its record
-        answer,   // a live record answers the call: `answer` is completed or fingerprint_mismatch
+        answer,   // a live record (or a tombstone) answers: `answer` is completed, fingerprint_mismatch or expired
         reserve,  // a record in flight, or an expired one to take over: reserve first
     };
     found what;
@@ -52,7 +52,8 @@ public:
     [[nodiscard]] reservation try_reserve(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                           duration lease);
     [[nodiscard]] bool complete(unit_of_work& tx, const record_key& key, std::string_view token,
-                                std::string_view fingerprint, std::string_view payload, duration retention);
+                                std::string_view fingerprint, std::string_view payload, duration retention,
+                                duration remember = duration::zero());
     [[nodiscard]] bool release(unit_of_work& tx, const record_key& key, std::string_view token);
 
     // The one-statement form, for a transaction whose owner can roll it back and
@@ -63,8 +64,9 @@ public:
     // cannot answers found::reserve, and the executor reserves first.
     [[nodiscard]] record_lookup look_up(unit_of_work& tx, const record_key& key, std::string_view fingerprint);
     // `payload`: the completed result, kept for `span`; nullopt keeps the key in flight for `span`.
+    // `remember`: as complete()'s, for a completed result only.
     void insert(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
-                std::optional<std::string_view> payload, duration span);
+                std::optional<std::string_view> payload, duration span, duration remember = duration::zero());
 
     // The same records through the store's own connections, one transaction per call.
     [[nodiscard]] record_store& detached() noexcept { return *this; }
@@ -72,6 +74,7 @@ public:
     [[nodiscard]] store_traits traits() const noexcept override {
         store_traits t;
         t.joins_transactions = true;
+        t.remembers = false;  // a store that keeps tombstones says so
         return t;
     }
 
@@ -79,11 +82,12 @@ protected:
     virtual reservation do_try_reserve_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                           duration lease) = 0;
     virtual bool do_complete_in(unit_of_work& tx, const record_key& key, std::string_view token,
-                                std::string_view fingerprint, std::string_view payload, duration retention) = 0;
+                                std::string_view fingerprint, std::string_view payload, duration retention,
+                                duration remember) = 0;
     virtual bool do_release_in(unit_of_work& tx, const record_key& key, std::string_view token) = 0;
     virtual record_lookup do_look_up_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint);
     virtual void do_insert_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
-                              std::optional<std::string_view> payload, duration span);
+                              std::optional<std::string_view> payload, duration span, duration remember);
 };
 
 }  // namespace idem

@@ -432,6 +432,113 @@ TEST_CASE("contract: inspect reports an expired record as expired, or not at all
     CHECK_FALSE(taken->expired());
 }
 
+// Stores that remember a key past its result (store_traits::remembers).
+
+namespace {
+
+// Deletes every expired entry and ended tombstone the store holds.
+void purge_all(record_store& store) {
+    while (store.purge_expired(1000) > 0) {
+    }
+}
+
+}  // namespace
+
+TEST_CASE("contract: a remembered key answers expired after its retention, until its window ends" *
+          doctest::test_suite("remembers")) {
+    fixture f;
+    // Retention 5 spans, window 40: the checks inside it have 32 spans to run in.
+    auto r = f.store->try_reserve(f.key(), "fp", f.span);
+    REQUIRE(r.status == status::reserved);
+    REQUIRE(f.store->complete(f.key(), r.token, "fp", "paid", f.span * 5, f.span * 40));
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).payload == "paid");  // the result, while it is kept
+    auto plain = f.store->try_reserve(f.key("plain"), "fp", f.span);
+    REQUIRE(f.store->complete(f.key("plain"), plain.token, "fp", "paid", f.span * 5));
+
+    f.ctx.advance(f.span * 8);
+    purge_all(*f.store);
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::expired);
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::expired);  // nothing was reserved
+    CHECK(f.store->try_reserve(f.key(), "other-fp", f.long_span()).status == status::fingerprint_mismatch);
+    // A key completed without a window is forgotten with its result.
+    CHECK(f.store->try_reserve(f.key("plain"), "fp", f.long_span()).status == status::reserved);
+
+    f.ctx.advance(f.span * 40);
+    purge_all(*f.store);
+    auto again = f.store->try_reserve(f.key(), "fp", f.span);
+    CHECK(again.status == status::reserved);
+}
+
+TEST_CASE("contract: a remembered key's expired result is not taken over before the purge" *
+          doctest::test_suite("remembers")) {
+    fixture f;
+    auto r = f.store->try_reserve(f.key(), "fp", f.span);
+    REQUIRE(f.store->complete(f.key(), r.token, "fp", "paid", f.span * 2, f.span * 40));
+    f.ctx.advance(f.span * 4);
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::expired);
+    CHECK(f.store->try_reserve(f.key(), "other-fp", f.long_span()).status == status::fingerprint_mismatch);
+}
+
+TEST_CASE("contract: a remembered window no longer than the retention is refused and stores nothing" *
+          doctest::test_suite("remembers")) {
+    fixture f;
+    auto r = f.store->try_reserve(f.key(), "fp", f.long_span());
+    REQUIRE(r.status == status::reserved);
+    CHECK_THROWS_AS((void)f.store->complete(f.key(), r.token, "fp", "x", f.span * 2, f.span * 2),
+                    std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store->complete(f.key(), r.token, "fp", "x", f.span * 2, f.span), std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store->complete(f.key(), r.token, "fp", "x", f.span * 2, -f.span), std::invalid_argument);
+    CHECK_THROWS_AS((void)f.store->complete(f.key(), r.token, "fp", "x", f.span * 2, max_duration + 1ms),
+                    std::invalid_argument);
+    CHECK(f.store->try_reserve(f.key(), "fp", f.long_span()).status == status::in_flight);
+}
+
+TEST_CASE("contract: a remembered key's tombstone is written with its result in the transaction" *
+          doctest::test_suite("remembers")) {
+    fixture f;
+    if (!f.store->traits().joins_transactions) return;
+    transactional_record_store& joined = dynamic_cast<transactional_record_store&>(*f.store);
+    // Rolled back: neither the result nor the tombstone.
+    f.ctx.run_in_transaction(
+        [&](unit_of_work& tx) {
+            auto r = joined.try_reserve(tx, f.key("undone"), "fp", f.span);
+            REQUIRE(r.status == status::reserved);
+            CHECK(joined.complete(tx, f.key("undone"), r.token, "fp", "x", f.span * 2, f.span * 40));
+        },
+        false);
+    f.ctx.run_in_transaction(
+        [&](unit_of_work& tx) {
+            auto r = joined.try_reserve(tx, f.key("done"), "fp", f.span);
+            REQUIRE(r.status == status::reserved);
+            CHECK(joined.complete(tx, f.key("done"), r.token, "fp", "paid", f.span * 2, f.span * 40));
+            // The one-statement form's record.
+            joined.insert(tx, f.key("inserted"), "fp", std::string_view("paid"), f.span * 2, f.span * 40);
+        },
+        true);
+    f.ctx.advance(f.span * 4);
+    purge_all(*f.store);
+    CHECK(f.store->try_reserve(f.key("undone"), "fp", f.long_span()).status == status::reserved);
+    for (const char* k : {"done", "inserted"}) {
+        CAPTURE(k);
+        CHECK(f.store->try_reserve(f.key(k), "fp", f.long_span()).status == status::expired);
+        f.ctx.run_in_transaction(
+            [&](unit_of_work& tx) {
+                const record_lookup found = joined.look_up(tx, f.key(k), "fp");
+                CHECK(found.what == record_lookup::found::answer);
+                CHECK(found.answer.status == status::expired);
+                CHECK(joined.look_up(tx, f.key(k), "other").answer.status == status::fingerprint_mismatch);
+                CHECK(joined.try_reserve(tx, f.key(k), "fp", f.long_span()).status == status::expired);
+            },
+            true);
+    }
+    CHECK_THROWS_AS(f.ctx.run_in_transaction(
+                        [&](unit_of_work& tx) {
+                            joined.insert(tx, f.key("in-flight"), "fp", std::nullopt, f.span * 2, f.span * 20);
+                        },
+                        true),
+                    std::invalid_argument);
+}
+
 // ---------------------------------------------------------------------------
 // Stores that join the caller's transaction (transactional_record_store).
 

@@ -26,6 +26,7 @@ std::vector<std::pair<const char*, const char*>> excluded_by(const store_traits&
     if (!traits.atomic_reserve) out.emplace_back("atomic_reserve", "concurrent reserves may both win");
     if (!traits.joins_transactions) out.emplace_back("joins_transactions", "the store joins no transaction");
     if (traits.server_clock) out.emplace_back("local_clock", "expiry follows a server clock the context cannot move");
+    if (!traits.remembers) out.emplace_back("remembers", "the store keeps no tombstones");
     return out;
 }
 

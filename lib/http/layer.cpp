@@ -45,6 +45,7 @@ response with_retry_after(response r, std::chrono::seconds after) {
 }
 
 const problem_code& problem_for(execution_status s) {
+    if (s == execution_status::expired) return codes::expired;
     return s == execution_status::in_flight ? codes::in_flight : codes::key_reused;
 }
 
@@ -153,6 +154,7 @@ response idempotency_layer::answer(execution<response>&& e) const {
         }
         case execution_status::in_flight: return with_retry_after(problem(codes::in_flight), options_.retry_after);
         case execution_status::key_reused: return problem(codes::key_reused);
+        case execution_status::expired: return problem(problem_for(e.status()));
     }
     return problem(codes::key_reused);
 }

@@ -13,6 +13,7 @@ inline outcome outcome_of(execution_status status) {
         case execution_status::replayed: return outcome::replay;
         case execution_status::in_flight: return outcome::in_flight;
         case execution_status::key_reused: return outcome::key_reused;
+        case execution_status::expired: return outcome::expired;
     }
     return outcome::executed;
 }

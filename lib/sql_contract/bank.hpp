@@ -69,7 +69,7 @@ inline void move_money(soci::session& session, const std::string& key, long long
     session << "INSERT INTO ledger (transfer_key, amount) VALUES (:k, :a)", soci::use(key), soci::use(amount);
 }
 
-enum class outcome { executed, replayed, in_flight, mismatch };
+enum class outcome { executed, replayed, in_flight, mismatch, expired };
 
 // Reserve, move the money and complete, all in one transaction.
 inline outcome transfer(transactional_record_store& store, transaction_runner& runner, const std::string& key,
@@ -82,6 +82,7 @@ inline outcome transfer(transactional_record_store& store, transaction_runner& r
             case reservation_status::completed: return outcome::replayed;
             case reservation_status::in_flight: return outcome::in_flight;
             case reservation_status::fingerprint_mismatch: return outcome::mismatch;
+            case reservation_status::expired: return outcome::expired;
             case reservation_status::reserved: break;
         }
         move_money(tx.sql(), key, amount);

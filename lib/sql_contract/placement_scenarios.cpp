@@ -42,6 +42,62 @@ private:
 
 }  // namespace
 
+// A profile's remembered window (profile_options::remember): a client's queue
+// drained after the retention sends the transfer again; the purge has removed
+// its record, the tombstone answers. Each placement: inside the transaction,
+// its one-statement form, and lease mode. `f.ctx.advance` moves the store's
+// clock (SQLite) or waits (PostgreSQL).
+TEST_CASE(
+    "sql contract: a transfer retried after its retention and the purge, inside its remembered window, is "
+    "expired: no rerun, no money moved") {
+    using namespace std::chrono_literals;
+    placement_fixture f;
+    executor_options o;
+    o.profiles["payments"] = {.lease = 500ms, .retention = 1s, .remember = 6s};
+    f.exec.options().replace(o);
+    const execution_options pay{.profile = "payments"};
+    const auto lease_mode = [&](const std::string& key, const char* fingerprint = bank::fingerprint) {
+        return f.exec.execute(
+            bank::transfer_key(key), fingerprint, pay,
+            [&] {
+                ++f.runs;
+                f.runner->run([&](unit_of_work& tx) { bank::move_money(tx.sql(), key, 10); });
+                return std::string("moved 10");
+            },
+            f.codec);
+    };
+    REQUIRE(f.transfer("late-1", pay).status() == execution_status::executed);
+    REQUIRE(f.transfer_fast("late-2", pay).status() == execution_status::executed);
+    REQUIRE(lease_mode("late-3").status() == execution_status::executed);
+    REQUIRE(f.ledger() == 3);
+    CHECK(f.transfer("late-1", pay).status() == execution_status::replayed);  // while the result is kept
+
+    f.ctx.advance(1500ms);
+    while (f.store->purge_expired(1000) > 0) {
+    }
+    for (const std::string key : {"late-1", "late-2", "late-3"}) {
+        CAPTURE(key);
+        CHECK(f.record(key) == reservation_status::expired);
+        const auto plain = f.transfer(key, pay);
+        CHECK(plain.status() == execution_status::expired);
+        CHECK_FALSE(plain.has_value());
+        CHECK(f.transfer_fast(key, pay).status() == execution_status::expired);
+        CHECK(lease_mode(key).status() == execution_status::expired);
+    }
+    CHECK(f.transfer("late-1", pay, "another transfer").status() == execution_status::key_reused);
+    CHECK(f.runs == 3);
+    CHECK(f.ledger() == 3);  // no money moved twice
+    CHECK(bank::balance(f.session, "alice") == bank::opening_balance - 30);
+    CHECK(f.sink->count(outcome::expired, mode::enforce) == 9);
+
+    // After the window the key is forgotten: a request runs again.
+    f.ctx.advance(6s);
+    while (f.store->purge_expired(1000) > 0) {
+    }
+    CHECK(f.transfer("late-1", pay).status() == execution_status::executed);
+    CHECK(f.ledger() == 4);
+}
+
 TEST_CASE("sql contract: executor placement, enforce inside the transaction: the record commits with the data") {
     placement_fixture f;
     auto first = f.transfer("e-1");

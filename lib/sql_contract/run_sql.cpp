@@ -35,6 +35,7 @@ void sql_store_context::advance(duration by) {
 
 void sql_store_context::clear_records(soci::session& session) {
     session << "DELETE FROM idem_records";
+    session << "DELETE FROM idem_tombstones";
 }
 
 namespace {

@@ -254,6 +254,52 @@ TEST_SUITE("store_admin") {
         CHECK(f.records() == 2);
     }
 
+    // A remembered key (profile_options::remember): the purge keeps its
+    // tombstone, counted and deleted once its window ends; forget deletes it
+    // with the record, or alone, and the key runs anew.
+    TEST_CASE("sql contract: store_admin purges ended tombstones and forget deletes a remembered key's") {
+        fixture f;
+        store_admin& admin = f.admin();
+        const auto tombstones = [&] { return bank::count(f.session, "SELECT count(*) FROM idem_tombstones"); };
+        const record_key gone("remember", "gone"), kept("remember", "kept"), live("remember", "live");
+        const auto g = f.store.try_reserve(gone, "fp", 100ms);
+        REQUIRE(f.store.complete(gone, g.token, "fp", "receipt", 200ms, 1h));
+        const auto k = f.store.try_reserve(kept, "fp", 100ms);
+        REQUIRE(f.store.complete(kept, k.token, "fp", "receipt", 200ms, 2s));
+        const auto l = f.store.try_reserve(live, "fp", 100ms);
+        REQUIRE(f.store.complete(live, l.token, "fp", "receipt", 1h, 2h));
+        REQUIRE(tombstones() == 3);  // written with the results
+        f.ctx.advance(400ms);
+        CHECK(admin.count_expired(0s) == 2);  // two results; no tombstone's window ended
+        while (admin.purge_batch(1000, 0s) > 0) {
+        }
+        CHECK(f.records() == 1);
+        CHECK(tombstones() == 3);
+        CHECK(f.store.try_reserve(gone, "fp", 1min).status == reservation_status::expired);
+
+        // A tombstone alone: forget deletes it, and the key runs again.
+        const forget_result alone = admin.forget(gone.digest(), false);
+        CHECK(alone.outcome == forget_outcome::tombstone_deleted);
+        CHECK(alone.tombstone);
+        CHECK(alone.record.expires_at > alone.record.now + 50min);
+        CHECK(admin.forget(gone.digest(), false).outcome == forget_outcome::not_found);
+        CHECK(f.store.try_reserve(gone, "fp", 1min).status == reservation_status::reserved);
+        // With its record: both go.
+        const forget_result both = admin.forget(std::span<const std::byte>(live.digest()).first(16), false);
+        CHECK(both.outcome == forget_outcome::deleted);
+        CHECK(both.tombstone);
+        CHECK(f.store.try_reserve(live, "fp", 1min).status == reservation_status::reserved);
+        CHECK(tombstones() == 1);  // kept's
+
+        // Its window over: counted, then purged within the batch's bound.
+        CHECK(f.store.try_reserve(kept, "fp", 1min).status == reservation_status::expired);
+        f.ctx.advance(2s);
+        CHECK(admin.count_expired(0s) >= 1);
+        CHECK(admin.purge_batch(1000, 0s) >= 1);
+        CHECK(tombstones() == 0);
+        CHECK(f.store.try_reserve(kept, "fp", 1min).status == reservation_status::reserved);
+    }
+
     // store_admin::recent: the namespace's records written last, newest first,
     // expired ones too, at most `limit`; the namespace compared byte for byte;
     // bad arguments are std::invalid_argument.

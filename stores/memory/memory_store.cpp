@@ -3,7 +3,10 @@
 #include <array>
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -32,6 +35,17 @@ std::uint32_t hash_of(const digest& d) noexcept {
 bool same(const digest& a, const digest& b) noexcept {
     return std::memcmp(a.data(), b.data(), a.size()) == 0;
 }
+
+struct digest_hash {
+    std::size_t operator()(const digest& d) const noexcept { return hash_of(d); }
+};
+
+// A remembered key once its result is gone: the fingerprint's digest and when
+// the key may be forgotten.
+struct tombstone {
+    std::string fingerprint;  // detail::fingerprint_digest
+    time_point forget_at;
+};
 
 }  // namespace
 
@@ -67,6 +81,10 @@ struct memory_store::shard {
     std::vector<time_point> expiry;
     std::vector<cell> index = std::vector<cell>(min_index);  // a power of two, at most half full; linear probing
     std::size_t cursor = 0;  // the sweep has slots [0, cursor) left in this pass, and walks down
+    // Remembered keys (record_store::complete's `remember`), beside the records,
+    // and the same in the order their windows end, for the purge and the sweep.
+    std::unordered_map<digest, tombstone, digest_hash> tombstones;
+    std::set<std::pair<time_point, digest>> forget_order;
 
     [[nodiscard]] std::size_t size() const noexcept { return expiry.size(); }
 
@@ -139,12 +157,54 @@ struct memory_store::shard {
     }
 
     // Removes up to `limit` expired entries: the rest of this pass, then one
-    // whole pass from the top, so fewer than `limit` means none is left.
+    // whole pass from the top, then tombstones whose window ended, so fewer than
+    // `limit` means none is left.
     std::size_t purge(time_point now, std::size_t limit) {
         std::size_t removed = sweep(now, cursor, limit);
         if (removed < limit) {
             cursor = 0;
             removed += sweep(now, size(), limit - removed);
+        }
+        if (removed < limit) removed += forget_ended(now, limit - removed);
+        return removed;
+    }
+
+    // Remembers `key` for `fingerprint` until `forget_at`.
+    void remember(const digest& key, std::string_view fingerprint, time_point forget_at) {
+        auto [at, fresh] = tombstones.try_emplace(key);
+        if (!fresh) forget_order.erase({at->second.forget_at, key});
+        at->second = {detail::fingerprint_digest(fingerprint), forget_at};
+        forget_order.emplace(forget_at, key);
+    }
+
+    // The answer of `key`'s live tombstone: expired for its fingerprint,
+    // fingerprint_mismatch for another; nullopt when there is none.
+    [[nodiscard]] std::optional<reservation> remembered(const digest& key, std::string_view fingerprint,
+                                                        time_point now) const {
+        if (tombstones.empty()) return std::nullopt;
+        const auto at = tombstones.find(key);
+        if (at == tombstones.end() || at->second.forget_at <= now) return std::nullopt;
+        if (at->second.fingerprint != detail::fingerprint_digest(fingerprint))
+            return reservation::fingerprint_mismatch();
+        return reservation::expired();
+    }
+
+    // Deletes `key`'s tombstone; whether it had one.
+    bool forget_tombstone(const digest& key) {
+        const auto at = tombstones.find(key);
+        if (at == tombstones.end()) return false;
+        forget_order.erase({at->second.forget_at, key});
+        tombstones.erase(at);
+        return true;
+    }
+
+    // Removes up to `limit` tombstones whose window ended; how many.
+    std::size_t forget_ended(time_point now, std::size_t limit) {
+        std::size_t removed = 0;
+        while (removed < limit && !forget_order.empty() && forget_order.begin()->first <= now) {
+            tombstones.erase(forget_order.begin()->second);
+            forget_order.erase(forget_order.begin());
+            ++removed;
         }
         return removed;
     }
@@ -216,6 +276,12 @@ std::size_t memory_store::size() const {
     return total;
 }
 
+store_traits memory_store::traits() const noexcept {
+    store_traits t;
+    t.remembers = true;
+    return t;
+}
+
 reservation memory_store::do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
     std::string token = detail::new_token();
     if (token.size() != token_length) throw std::logic_error("idem: a token of unexpected length");
@@ -223,12 +289,17 @@ reservation memory_store::do_try_reserve(const record_key& key, std::string_view
     const time_point now = clock_->now();
     std::lock_guard lock(s.mutex);
     s.sweep(now, sweep_per_call, sweep_per_call);
+    (void)s.forget_ended(now, sweep_per_call);
     const auto [slot, fresh] = s.find_or_add(key.digest());
     shard::entry& e = s.entries[slot];
     if (!fresh && s.expiry[slot] > now) {
         if (e.fingerprint != fingerprint) return reservation::fingerprint_mismatch();
         if (e.completed) return reservation::completed(e.payload);
         return reservation::in_flight();
+    }
+    if (auto answer = s.remembered(key.digest(), fingerprint, now)) {
+        if (fresh) s.erase(slot);
+        return std::move(*answer);
     }
     // Absent, or expired: a reservation of the key's own, in place.
     s.expiry[slot] = detail::saturating_add(now, lease);
@@ -240,7 +311,7 @@ reservation memory_store::do_try_reserve(const record_key& key, std::string_view
 }
 
 bool memory_store::do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                               std::string_view payload, duration retention) {
+                               std::string_view payload, duration retention, duration remember) {
     shard& s = shard_for(key);
     const time_point now = clock_->now();
     std::lock_guard lock(s.mutex);
@@ -253,6 +324,7 @@ bool memory_store::do_complete(const record_key& key, std::string_view token, st
     e.fingerprint.assign(fingerprint);
     e.payload.assign(payload);
     e.completed = true;
+    if (remember > duration::zero()) s.remember(key.digest(), fingerprint, detail::saturating_add(now, remember));
     return true;
 }
 
@@ -291,7 +363,18 @@ forget_result memory_store::forget(const record_key& key, bool force) {
     const time_point now = clock_->now();
     std::lock_guard lock(s.mutex);
     const std::size_t slot = s.find(key.digest());
-    if (slot == s.size()) return {};
+    if (slot == s.size()) {
+        const auto t = s.tombstones.find(key.digest());
+        if (t == s.tombstones.end()) return {};
+        forget_result r{forget_outcome::tombstone_deleted,
+                        {.completed = true,
+                         .expires_at = t->second.forget_at,
+                         .now = now,
+                         .name_space = std::string(key.name_space())},
+                        true};
+        (void)s.forget_tombstone(key.digest());
+        return r;
+    }
     const shard::entry& e = s.entries[slot];
     forget_result r{forget_outcome::deleted,
                     {.completed = e.completed,
@@ -304,6 +387,7 @@ forget_result memory_store::forget(const record_key& key, bool force) {
         return r;
     }
     s.erase(slot);
+    r.tombstone = s.forget_tombstone(key.digest());
     return r;
 }
 

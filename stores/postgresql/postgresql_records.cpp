@@ -34,31 +34,35 @@ constexpr statement_text reserve_text{R"(
 WITH live AS (
     SELECT completed, fingerprint, payload FROM idem_records
     WHERE key_hash = $1 AND expires_at > clock_timestamp()),
+remembered AS (
+    SELECT fingerprint FROM idem_tombstones WHERE key_hash = $1 AND forget_at > clock_timestamp()),
 reserved AS (
     INSERT INTO idem_records AS r
         (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
     SELECT $1, convert_from($2, 'UTF8'), $3, $4, NULL, false, clock.now, clock.now + $5
     FROM (SELECT clock_timestamp() AS now) AS clock
-    WHERE )" IDEM_READ_COMMITTED R"( AND NOT EXISTS (SELECT FROM live)
+    WHERE )" IDEM_READ_COMMITTED R"( AND NOT EXISTS (SELECT FROM live) AND NOT EXISTS (SELECT FROM remembered)
     ON CONFLICT (key_hash) DO UPDATE
         SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = NULL, completed = false,
             created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
         WHERE r.expires_at <= EXCLUDED.created_at
     RETURNING 1)
 SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM reserved),
-       live.completed, live.fingerprint, live.payload
+       live.completed, live.fingerprint, live.payload, (SELECT fingerprint FROM remembered)
 FROM (SELECT) AS answer LEFT JOIN live ON true)",
                                       reserve_types, "reserving a record"};
 
 // In the caller's transaction nothing is read first: most reserves there are of
 // fresh keys, and the INSERT itself is what makes a concurrent duplicate wait.
-// It writes only at READ COMMITTED; when it returns no row the lookup below tells why.
+// It writes only at READ COMMITTED, and not over a live tombstone; when it
+// returns no row the lookup below tells why.
 constexpr statement_text reserve_in_text{R"(
 INSERT INTO idem_records AS r
     (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
 SELECT $1, convert_from($2, 'UTF8'), $3, $4, NULL, false, clock.now, clock.now + $5
 FROM (SELECT clock_timestamp() AS now) AS clock
 WHERE )" IDEM_READ_COMMITTED R"(
+  AND NOT EXISTS (SELECT FROM idem_tombstones WHERE key_hash = $1 AND forget_at > clock.now)
 ON CONFLICT (key_hash) DO UPDATE
     SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = NULL, completed = false,
         created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
@@ -71,7 +75,8 @@ RETURNING 1)",
 // row at all means the reserve was refused (a stricter level) or the entry vanished.
 constexpr Oid lookup_types[] = {bytea_oid};
 constexpr statement_text lookup_text{R"(
-SELECT current_setting('transaction_isolation'), r.completed, r.fingerprint, r.payload, r.live
+SELECT current_setting('transaction_isolation'), r.completed, r.fingerprint, r.payload, r.live,
+       (SELECT fingerprint FROM idem_tombstones WHERE key_hash = $1 AND forget_at > clock_timestamp())
 FROM (SELECT) AS answer LEFT JOIN LATERAL (
     SELECT completed, fingerprint, payload, expires_at > clock_timestamp() AS live
     FROM idem_records WHERE key_hash = $1 FOR UPDATE) AS r ON true)",
@@ -81,7 +86,8 @@ FROM (SELECT) AS answer LEFT JOIN LATERAL (
 // read (a completed record cannot change until it expires), with the isolation
 // level, so that the insert below is only ever sent at READ COMMITTED.
 constexpr statement_text look_up_text{R"(
-SELECT current_setting('transaction_isolation'), r.completed, r.fingerprint, r.payload, r.live
+SELECT current_setting('transaction_isolation'), r.completed, r.fingerprint, r.payload, r.live,
+       (SELECT fingerprint FROM idem_tombstones WHERE key_hash = $1 AND forget_at > clock_timestamp())
 FROM (SELECT) AS answer LEFT JOIN (
     SELECT completed, fingerprint, payload, expires_at > clock_timestamp() AS live
     FROM idem_records WHERE key_hash = $1) AS r ON true)",
@@ -91,18 +97,30 @@ FROM (SELECT) AS answer LEFT JOIN (
 // INSERT, which waits for a concurrent transaction inserting the same key and
 // fails (23505 on idem_records_pkey) when that one commits, so that the COMMIT
 // behind it cannot commit the business writes of a duplicate.
-// $5 payload, $6 completed (else in flight, and $5 ignored), $7 retention or lease.
-constexpr Oid insert_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid, bytea_oid, bool_oid, interval_oid};
+// $5 payload, $6 completed (else in flight, and $5 ignored), $7 retention or lease;
+// $8 the fingerprint's digest and $9 the remembered window (both NULL: none) for
+// the key's tombstone, written by the same statement.
+constexpr Oid insert_types[] = {bytea_oid, bytea_oid,    bytea_oid, bytea_oid,   bytea_oid,
+                                bool_oid,  interval_oid, bytea_oid, interval_oid};
 constexpr statement_text insert_text{R"(
-INSERT INTO idem_records
-    (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
-SELECT $1, convert_from($2, 'UTF8'), $3, $4, CASE WHEN $6 THEN $5 END, $6, clock.now, clock.now + $7
-FROM (SELECT clock_timestamp() AS now) AS clock)",
+WITH inserted AS (
+    INSERT INTO idem_records
+        (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
+    SELECT $1, convert_from($2, 'UTF8'), $3, $4, CASE WHEN $6 THEN $5 END, $6, clock.now, clock.now + $7
+    FROM (SELECT clock_timestamp() AS now) AS clock
+    RETURNING key_hash, created_at),
+remembered AS (
+    INSERT INTO idem_tombstones (key_hash, fingerprint, forget_at)
+    SELECT key_hash, $8, created_at + $9 FROM inserted WHERE $9 IS NOT NULL
+    ON CONFLICT (key_hash) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, forget_at = EXCLUDED.forget_at)
+SELECT)",
                                      insert_types, "inserting a record"};
 
 // $5 payload, $6 retention. A live entry with another token, or a completed
-// one, stays as it is.
-constexpr Oid complete_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid, bytea_oid, interval_oid};
+// one, stays as it is. $7 the fingerprint's digest and $8 the remembered window
+// (both NULL: none): the key's tombstone, when it completed.
+constexpr Oid complete_types[] = {bytea_oid, bytea_oid,    bytea_oid, bytea_oid,
+                                  bytea_oid, interval_oid, bytea_oid, interval_oid};
 constexpr statement_text complete_text{R"(
 WITH completed AS (
     INSERT INTO idem_records AS r
@@ -114,7 +132,11 @@ WITH completed AS (
         SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = EXCLUDED.payload, completed = true,
             created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
         WHERE r.expires_at <= EXCLUDED.created_at OR (NOT r.completed AND r.token = EXCLUDED.token)
-    RETURNING 1)
+    RETURNING key_hash, created_at),
+remembered AS (
+    INSERT INTO idem_tombstones (key_hash, fingerprint, forget_at)
+    SELECT key_hash, $7, created_at + $8 FROM completed WHERE $8 IS NOT NULL
+    ON CONFLICT (key_hash) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, forget_at = EXCLUDED.forget_at)
 SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM completed))",
                                        complete_types, "completing a record"};
 
@@ -123,14 +145,19 @@ SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM completed))
 // UPDATE does (the reserve checked the isolation level and wrote the
 // fingerprint). Completing nothing must fail, so that the COMMIT behind it does
 // not happen: the text cast to boolean below then raises 22P02 with this message.
-// $1 key_hash, $2 token, $3 payload, $4 retention.
-constexpr Oid complete_at_commit_types[] = {bytea_oid, bytea_oid, bytea_oid, interval_oid};
+// $1 key_hash, $2 token, $3 payload, $4 retention; $5 the fingerprint's digest
+// and $6 the remembered window (both NULL: none), for the key's tombstone.
+constexpr Oid complete_at_commit_types[] = {bytea_oid, bytea_oid, bytea_oid, interval_oid, bytea_oid, interval_oid};
 constexpr statement_text complete_at_commit_text{R"(
 WITH completed AS (
     UPDATE idem_records SET payload = $3, completed = true, created_at = clock.now, expires_at = clock.now + $4
     FROM (SELECT clock_timestamp() AS now) AS clock
     WHERE key_hash = $1 AND token = $2 AND NOT completed
-    RETURNING 1)
+    RETURNING key_hash, created_at),
+remembered AS (
+    INSERT INTO idem_tombstones (key_hash, fingerprint, forget_at)
+    SELECT key_hash, $5, created_at + $6 FROM completed WHERE $6 IS NOT NULL
+    ON CONFLICT (key_hash) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, forget_at = EXCLUDED.forget_at)
 SELECT (CASE WHEN EXISTS (SELECT FROM completed) THEN 'true'
              ELSE 'idem: the record this transaction reserved could not be completed' END)::boolean)",
                                                  complete_at_commit_types, "completing a record at commit"};
@@ -186,11 +213,20 @@ WHERE key_hash = $1 AND (completed OR expires_at <= clock_timestamp() OR $2)
 RETURNING completed, created_at, expires_at, clock_timestamp(), namespace, coalesce(octet_length(payload), 0)::bigint)",
                                      forget_types, "deleting a record"};
 
+// A remembered key's tombstone, deleted with its record or alone: when it would
+// have been forgotten, and the clock.
+constexpr Oid forget_tombstone_types[] = {bytea_oid};
+constexpr statement_text forget_tombstone_text{R"(
+DELETE FROM idem_tombstones WHERE key_hash = $1 RETURNING forget_at, clock_timestamp())",
+                                               forget_tombstone_types, "deleting a tombstone"};
+
 // The threshold is read once (an InitPlan): clock_timestamp() itself is
-// volatile. Counting reads the expired rows' entries of the expires_at index.
+// volatile. Counting reads the expired rows' entries of the expires_at index,
+// and those of tombstones whose window ended in the forget_at index.
 constexpr Oid count_expired_types[] = {interval_oid};
 constexpr statement_text count_expired_text{R"(
-SELECT count(*) FROM idem_records WHERE expires_at <= (SELECT clock_timestamp() - $1))",
+SELECT (SELECT count(*) FROM idem_records WHERE expires_at <= (SELECT clock_timestamp() - $1))
+     + (SELECT count(*) FROM idem_tombstones WHERE forget_at <= (SELECT clock_timestamp() - $1)))",
                                             count_expired_types, "counting expired records"};
 
 // Earliest expiry first, through the expires_at index, which the scan leaves
@@ -206,12 +242,32 @@ DELETE FROM idem_records WHERE key_hash = ANY (ARRAY(
     ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)))",
                                     purge_types, "purging expired records"};
 
+// Tombstones whose window ended, the same way through the forget_at index.
+constexpr statement_text forget_ended_text{R"(
+DELETE FROM idem_tombstones WHERE key_hash = ANY (ARRAY(
+    SELECT key_hash FROM idem_tombstones WHERE forget_at <= (SELECT clock_timestamp() - $1)
+    ORDER BY forget_at LIMIT $2 FOR UPDATE SKIP LOCKED)))",
+                                           purge_types, "purging tombstones"};
+
 constexpr statement_text commit_text{"COMMIT", {}, "COMMIT"};
 
 #undef IDEM_READ_COMMITTED
 
 [[noreturn]] void corrupt(const record_key& key, const char* why) {
     throw store_error(store_failure::corrupt_record, "idem: the record " + key.key_hash() + " is corrupt: " + why);
+}
+
+// A tombstone's two parameters: the fingerprint's digest and the remembered
+// window, or two NULLs when the key is not remembered.
+void bind_remember(parameters& p, const std::string& digest, duration remember) {
+    if (remember > duration::zero())
+        p.bytes(digest).interval(remember);
+    else
+        p.null().null();
+}
+
+[[nodiscard]] std::string digest_if(std::string_view fingerprint, duration remember) {
+    return remember > duration::zero() ? fingerprint_digest(fingerprint) : std::string();
 }
 
 // The record's primary key and namespace as statement parameters 1 and 2.
@@ -255,18 +311,25 @@ protected:
 class record_statements::completion final : public at_commit {
 public:
     completion(std::shared_ptr<record_statements> owner, const record_key& key, std::string_view token,
-               std::string_view payload, duration retention)
-        : at_commit(std::move(owner)), digest_(key.digest()), token_(token), payload_(payload), retention_(retention) {}
+               std::string_view fingerprint, std::string_view payload, duration retention, duration remember)
+        : at_commit(std::move(owner)),
+          digest_(key.digest()),
+          token_(token),
+          payload_(payload),
+          fingerprint_digest_(digest_if(fingerprint, remember)),
+          retention_(retention),
+          remember_(remember) {}
 
     void queue(pipeline& p) override {
         values_.bytes(record_id(digest_)).bytes(token_).bytes(payload_).interval(retention_);
+        bind_remember(values_, fingerprint_digest_, remember_);
         owner_->complete_at_commit_.queue(p, values_);
     }
 
 private:
     std::array<std::byte, 32> digest_;
-    std::string token_, payload_;
-    duration retention_;
+    std::string token_, payload_, fingerprint_digest_;
+    duration retention_, remember_;
     parameters values_;
 };
 
@@ -275,7 +338,7 @@ private:
 class record_statements::insertion final : public at_commit {
 public:
     insertion(std::shared_ptr<record_statements> owner, const record_key& key, std::string_view fingerprint,
-              std::optional<std::string_view> payload, duration span)
+              std::optional<std::string_view> payload, duration span, duration remember)
         : at_commit(std::move(owner)),
           digest_(key.digest()),
           name_space_(readable(key.name_space(), scratch_)),
@@ -283,11 +346,14 @@ public:
           fingerprint_(fingerprint),
           payload_(payload.value_or(std::string_view())),
           completed_(payload.has_value()),
-          span_(span) {}
+          span_(span),
+          fingerprint_digest_(digest_if(fingerprint, remember)),
+          remember_(remember) {}
 
     void queue(pipeline& p) override {
         values_.bytes(record_id(digest_)).bytes(name_space_);
         values_.bytes(token_).bytes(fingerprint_).bytes(payload_).boolean(completed_).interval(span_);
+        bind_remember(values_, fingerprint_digest_, remember_);
         first_ = p.size();
         owner_->insert_.queue(p, values_);
         last_ = p.size();
@@ -304,6 +370,8 @@ private:
     std::string token_, fingerprint_, payload_;
     bool completed_;
     duration span_;
+    std::string fingerprint_digest_;
+    duration remember_;
     parameters values_;
     std::size_t first_ = 0, last_ = 0;
 };
@@ -344,12 +412,21 @@ reservation live_answer(const result& row, int first, const record_key& key, std
     return reservation::in_flight();
 }
 
+// The answer a live tombstone gives: its fingerprint digest in `column`.
+reservation tombstone_answer(const result& row, int column, const record_key& key, std::string_view fingerprint) {
+    const std::string_view stored = row.bytes(0, column);
+    if (stored.size() != fingerprint_digest_bytes) corrupt(key, "its tombstone's fingerprint is malformed");
+    if (stored != fingerprint_digest(fingerprint)) return reservation::fingerprint_mismatch();
+    return reservation::expired();
+}
+
 }  // namespace
 
 std::optional<reservation> reserve_answer(const result& row, const record_key& key, std::string_view fingerprint,
                                           std::string_view token) {
     if (done_at_read_committed(row, reserve_text.what)) return reservation::reserved(std::string(token));
     if (!row.is_null(0, 2)) return live_answer(row, 2, key, fingerprint);
+    if (!row.is_null(0, 5)) return tombstone_answer(row, 5, key, fingerprint);
     return std::nullopt;
 }
 
@@ -369,11 +446,14 @@ void require_read_committed(const result& row, std::string_view what) {
 std::optional<reservation> locked_answer(const result& row, const record_key& key, std::string_view fingerprint) {
     require_read_committed(row, "reserving a record");
     if (!row.is_null(0, 4) && row.boolean(0, 4)) return live_answer(row, 1, key, fingerprint);
+    if (!row.is_null(0, 5)) return tombstone_answer(row, 5, key, fingerprint);
     return std::nullopt;  // gone or expired since the reserve: try again
 }
 
 record_lookup looked_up(const result& row, const record_key& key, std::string_view fingerprint, bool tells_level) {
     if (tells_level) require_read_committed(row, "looking a record up");
+    if ((row.is_null(0, 4) || !row.boolean(0, 4)) && !row.is_null(0, 5))
+        return {record_lookup::found::answer, tombstone_answer(row, 5, key, fingerprint)};  // remembered
     if (row.is_null(0, 4)) return {record_lookup::found::nothing, {}};
     if (!row.boolean(0, 4)) return {record_lookup::found::reserve, {}};  // expired: to take over
     reservation answer = live_answer(row, 1, key, fingerprint);
@@ -410,8 +490,10 @@ record_statements::record_statements(PGconn* conn, bool named)
       recent_{&recent_text, name("recent")},
       completed_since_{&completed_since_text, name("completed_since")},
       forget_{&forget_text, name("forget")},
+      forget_tombstone_{&forget_tombstone_text, name("forget_tombstone")},
       count_expired_{&count_expired_text, name("count_expired")},
       purge_{&purge_text, name("purge")},
+      forget_ended_{&forget_ended_text, name("forget_ended")},
       begin_{&begin_text_, name("begin")},
       commit_{&commit_text, name("commit")} {}
 
@@ -510,13 +592,14 @@ void record_statements::queue_begin(pipeline& p, fast_path& tx) {
 }
 
 std::unique_ptr<deferred> record_statements::insert_at_commit(const record_key& key, std::string_view fingerprint,
-                                                              std::optional<std::string_view> payload, duration span) {
-    return std::make_unique<insertion>(shared_from_this(), key, fingerprint, payload, span);
+                                                              std::optional<std::string_view> payload, duration span,
+                                                              duration remember) {
+    return std::make_unique<insertion>(shared_from_this(), key, fingerprint, payload, span, remember);
 }
 
 void record_statements::insert(const record_key& key, std::string_view fingerprint,
-                               std::optional<std::string_view> payload, duration span) {
-    const std::unique_ptr<deferred> now = insert_at_commit(key, fingerprint, payload, span);
+                               std::optional<std::string_view> payload, duration span, duration remember) {
+    const std::unique_ptr<deferred> now = insert_at_commit(key, fingerprint, payload, span, remember);
     pipeline p(conn_);
     now->queue(p);
     try {
@@ -549,17 +632,20 @@ bool record_statements::run_checked(prepared_statement& s, const parameters& val
 }
 
 bool record_statements::complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                                 std::string_view payload, duration retention) {
+                                 std::string_view payload, duration retention, duration remember) {
     identity id;
     parameters values;
     id.bind(values, key);
     values.bytes(token).bytes(fingerprint).bytes(payload).interval(retention);
+    const std::string digest = digest_if(fingerprint, remember);
+    bind_remember(values, digest, remember);
     return run_checked(complete_, values);
 }
 
 std::unique_ptr<deferred> record_statements::complete_at_commit(const record_key& key, std::string_view token,
-                                                                std::string_view payload, duration retention) {
-    return std::make_unique<completion>(shared_from_this(), key, token, payload, retention);
+                                                                std::string_view fingerprint, std::string_view payload,
+                                                                duration retention, duration remember) {
+    return std::make_unique<completion>(shared_from_this(), key, token, fingerprint, payload, retention, remember);
 }
 
 bool record_statements::release(const record_key& key, std::string_view token) {
@@ -630,13 +716,36 @@ forget_result record_statements::forget(const record_id_type& id, bool force) {
         pipeline p(conn_);
         forget_.queue(p, values);
         p.run();
-        if (auto deleted = inspected(p.last(), false)) return {forget_outcome::deleted, std::move(*deleted)};
+        if (auto deleted = inspected(p.last(), false)) {
+            forget_result r{forget_outcome::deleted, std::move(*deleted)};
+            r.tombstone = forget_tombstone(id).has_value();
+            return r;
+        }
         std::optional<record_state> kept = inspect(id, false);
-        if (!kept) return {forget_outcome::not_found, {}};
+        if (!kept) {
+            std::optional<record_state> remembered = forget_tombstone(id);
+            if (!remembered) return {forget_outcome::not_found, {}};
+            return {forget_outcome::tombstone_deleted, std::move(*remembered), true};
+        }
         if (!kept->completed && !kept->expired()) return {forget_outcome::refused_in_flight, std::move(*kept)};
     }
     throw store_error(store_failure::conflict,
                       "idem: deleting the record " + hex(std::span(id).first(8)) + " failed: it kept changing");
+}
+
+std::optional<record_state> record_statements::forget_tombstone(const record_id_type& id) {
+    parameters values;
+    values.bytes(id);
+    pipeline p(conn_);
+    forget_tombstone_.queue(p, values);
+    p.run();
+    const result& r = p.last();
+    if (r.rows() == 0) return std::nullopt;
+    record_state s;
+    s.completed = true;
+    s.expires_at = r.timestamp(0, 0);
+    s.now = r.timestamp(0, 1);
+    return s;
 }
 
 std::size_t record_statements::count_expired(duration older_than) {
@@ -652,10 +761,23 @@ std::size_t record_statements::purge(std::size_t limit, duration older_than) {
     parameters values;
     values.interval(older_than)
         .int8(static_cast<std::int64_t>(std::min<std::size_t>(limit, std::numeric_limits<std::int64_t>::max())));
+    std::size_t deleted = 0;
+    {
+        pipeline p(conn_);
+        purge_.queue(p, values);
+        p.run();
+        deleted = p.last().affected();
+    }
+    if (deleted >= limit) return deleted;
+    // Then the tombstones whose window ended, within the same bound.
+    parameters rest;
+    rest.interval(older_than)
+        .int8(static_cast<std::int64_t>(
+            std::min<std::size_t>(limit - deleted, std::numeric_limits<std::int64_t>::max())));
     pipeline p(conn_);
-    purge_.queue(p, values);
+    forget_ended_.queue(p, rest);
     p.run();
-    return p.last().affected();
+    return deleted + p.last().affected();
 }
 
 }  // namespace idem::detail::pg

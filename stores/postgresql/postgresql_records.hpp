@@ -43,12 +43,14 @@ public:
     [[nodiscard]] reservation try_reserve_in(const record_key& key, std::string_view fingerprint,
                                              std::string_view token, duration lease, fast_path* tx);
     // Completes the entry carrying `token`, or an absent or expired one; one statement.
+    // `remember` (zero: none): the key's tombstone too, by the same statement.
     [[nodiscard]] bool complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                                std::string_view payload, duration retention);
+                                std::string_view payload, duration retention, duration remember);
     // Completes the entry this connection's transaction reserved (reserved_in()),
     // sent with COMMIT: fails the transaction when it completes nothing.
     [[nodiscard]] std::unique_ptr<deferred> complete_at_commit(const record_key& key, std::string_view token,
-                                                               std::string_view payload, duration retention);
+                                                               std::string_view fingerprint, std::string_view payload,
+                                                               duration retention, duration remember);
     [[nodiscard]] bool release(const record_key& key, std::string_view token);
 
     // The one-statement form (transactional_record_store::look_up): a plain read
@@ -63,10 +65,11 @@ public:
     // when the key has a record by then (store_error(lost_race), SQLSTATE 23505 as its native code
     // when a concurrent transaction committed it first).
     [[nodiscard]] std::unique_ptr<deferred> insert_at_commit(const record_key& key, std::string_view fingerprint,
-                                                             std::optional<std::string_view> payload, duration span);
+                                                             std::optional<std::string_view> payload, duration span,
+                                                             duration remember);
     // The same record, sent now.
     void insert(const record_key& key, std::string_view fingerprint, std::optional<std::string_view> payload,
-                duration span);
+                duration span, duration remember);
 
     // Whether this connection reserved `key` with `token` in the transaction `serial`.
     [[nodiscard]] bool reserved_in(std::uint64_t serial, const record_key& key, std::string_view token) const noexcept;
@@ -78,8 +81,11 @@ public:
     [[nodiscard]] std::vector<listed_record> completed_since(std::string_view name_space, time_point since,
                                                              std::size_t limit);
     [[nodiscard]] forget_result forget(const record_id_type& id, bool force);
+    // Deletes the key's tombstone; when it would have been forgotten, or nullopt when there was none.
+    [[nodiscard]] std::optional<record_state> forget_tombstone(const record_id_type& id);
     [[nodiscard]] std::size_t count_expired(duration older_than);
-    // Deletes up to `limit` rows expired at least `older_than` ago; returns how many.
+    // Deletes up to `limit` rows expired at least `older_than` ago, then tombstones
+    // whose window ended that long ago (each its own statement); returns how many.
     [[nodiscard]] std::size_t purge(std::size_t limit, duration older_than);
 
 private:
@@ -107,7 +113,7 @@ private:
     int backend_pid_;
     std::string prefix_;
     prepared_statement reserve_, reserve_in_, lookup_, look_up_, insert_, complete_, complete_at_commit_, release_,
-        inspect_, recent_, completed_since_, forget_, count_expired_, purge_;
+        inspect_, recent_, completed_since_, forget_, forget_tombstone_, count_expired_, purge_, forget_ended_;
     // The transaction control the fast path sends in its pipelines: parsed once
     // per connection rather than per transaction. BEGIN's text is the runner's
     // (these statements belong to one runner), known at its first use.

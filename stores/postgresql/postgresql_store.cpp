@@ -133,9 +133,9 @@ reservation postgresql_store::do_try_reserve(const record_key& key, std::string_
 }
 
 bool postgresql_store::do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                                   std::string_view payload, duration retention) {
+                                   std::string_view payload, duration retention, duration remember) {
     return impl_->detached(
-        [&](pg::record_statements& s) { return s.complete(key, token, fingerprint, payload, retention); });
+        [&](pg::record_statements& s) { return s.complete(key, token, fingerprint, payload, retention, remember); });
 }
 
 bool postgresql_store::do_release(const record_key& key, std::string_view token) {
@@ -155,7 +155,8 @@ reservation postgresql_store::do_try_reserve_in(unit_of_work& tx, const record_k
 }
 
 bool postgresql_store::do_complete_in(unit_of_work& tx, const record_key& key, std::string_view token,
-                                      std::string_view fingerprint, std::string_view payload, duration retention) {
+                                      std::string_view fingerprint, std::string_view payload, duration retention,
+                                      duration remember) {
     // The fast path: this transaction reserved the key (and holds its row
     // locked), the operation has returned, and COMMIT comes next; the completing
     // statement rides with it, and with what the work left to it (the messages
@@ -164,11 +165,11 @@ bool postgresql_store::do_complete_in(unit_of_work& tx, const record_key& key, s
     if (fast.may_defer()) {
         pg::record_statements& s = impl_->statements(tx, fast.deferring_session());
         if (s.reserved_in(fast.serial(), key, token)) {
-            fast.defer(s.complete_at_commit(key, token, payload, retention));
+            fast.defer(s.complete_at_commit(key, token, fingerprint, payload, retention, remember));
             return true;
         }
     }
-    return impl_->statements(tx, tx.sql()).complete(key, token, fingerprint, payload, retention);
+    return impl_->statements(tx, tx.sql()).complete(key, token, fingerprint, payload, retention, remember);
 }
 
 record_lookup postgresql_store::do_look_up_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint) {
@@ -180,16 +181,17 @@ record_lookup postgresql_store::do_look_up_in(unit_of_work& tx, const record_key
 }
 
 void postgresql_store::do_insert_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
-                                    std::optional<std::string_view> payload, duration span) {
+                                    std::optional<std::string_view> payload, duration span, duration remember) {
     // The record is the transaction's last statement: it rides with COMMIT, with
     // what the work left to it (the messages it published), and a failure (the
     // key taken meanwhile) keeps the COMMIT from happening.
     detail::fast_path& fast = tx.internals();
     if (fast.may_defer()) {
-        fast.defer(impl_->statements(tx, fast.deferring_session()).insert_at_commit(key, fingerprint, payload, span));
+        fast.defer(impl_->statements(tx, fast.deferring_session())
+                       .insert_at_commit(key, fingerprint, payload, span, remember));
         return;
     }
-    impl_->statements(tx, tx.sql()).insert(key, fingerprint, payload, span);
+    impl_->statements(tx, tx.sql()).insert(key, fingerprint, payload, span, remember);
 }
 
 bool postgresql_store::do_release_in(unit_of_work& tx, const record_key& key, std::string_view token) {

@@ -1,6 +1,8 @@
 #include "hash_slot.hpp"
 
 #include <array>
+#include <string>
+#include <vector>
 
 namespace idem::redis_detail {
 namespace {
@@ -35,6 +37,24 @@ std::string_view hash_tag(std::string_view key) noexcept {
 
 std::uint16_t hash_slot(std::string_view key) noexcept {
     return crc16(hash_tag(key)) % slot_count;
+}
+
+std::string_view tag_for_slot(std::uint16_t slot) {
+    // The first decimal number landing in each slot: about 160,000 numbers
+    // cover all 16384 (a millisecond's work, done once).
+    static const std::vector<std::string> tags = [] {
+        std::vector<std::string> found(slot_count);
+        std::size_t missing = slot_count;
+        for (unsigned long n = 0; missing > 0; ++n) {
+            std::string tag = std::to_string(n);
+            std::string& at = found[crc16(tag) % slot_count];
+            if (!at.empty()) continue;
+            at = std::move(tag);
+            --missing;
+        }
+        return found;
+    }();
+    return tags[slot % slot_count];
 }
 
 }  // namespace idem::redis_detail

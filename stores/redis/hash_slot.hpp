@@ -18,4 +18,8 @@ inline constexpr std::uint16_t slot_count = 16384;
 // crc16(hash_tag(key)) modulo 16384.
 [[nodiscard]] std::uint16_t hash_slot(std::string_view key) noexcept;
 
+// A short tag (decimal digits) whose crc16 falls in `slot`: a key holding
+// "{tag}" lives in that slot, beside the keys it belongs with.
+[[nodiscard]] std::string_view tag_for_slot(std::uint16_t slot);
+
 }  // namespace idem::redis_detail

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "internal/crypto.hpp"
 #include "router.hpp"
 #include "scripts.hpp"
 
@@ -56,6 +57,20 @@ private:
     std::size_t size_ = 0;
 };
 
+// The key of `key`'s tombstone: prefix, "t{tag}" and the digest's first 16 bytes
+// in hex. The tag puts it in the slot of the entry's key (`storage_key`), so
+// that one script changes both on Redis Cluster too; no key text, like the
+// SQL stores' tombstones.
+std::string tombstone_key(std::string_view prefix, std::string_view storage_key, const record_key& key) {
+    const auto digest = key.digest();
+    std::string out(prefix);
+    out += "t{";
+    out += redis_detail::tag_for_slot(redis_detail::hash_slot(storage_key));
+    out += '}';
+    out += detail::hex(std::span(digest).first(detail::fingerprint_digest_bytes));
+    return out;
+}
+
 // Store errors name the operation and the key hash, never the key.
 template <typename F>
 auto in_context(std::string_view operation, const record_key* key, F&& f) {
@@ -78,7 +93,11 @@ redis_store::redis_store(redis_options options) : prefix_(options.key_prefix) {
 redis_store::~redis_store() = default;
 
 store_traits redis_store::traits() const noexcept {
-    return {.atomic_reserve = true, .joins_transactions = false, .server_clock = true, .self_expiring = true};
+    return {.atomic_reserve = true,
+            .joins_transactions = false,
+            .server_clock = true,
+            .self_expiring = true,
+            .remembers = true};
 }
 
 void redis_store::ping() {
@@ -88,21 +107,34 @@ void redis_store::ping() {
 reservation redis_store::do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
     std::string token = detail::new_token();
     const std::string storage_key = key.to_storage_key(prefix_);
+    const std::string tombstone = tombstone_key(prefix_, storage_key, key);
     const milliseconds_arg ms(lease);
     return in_context("reserve", &key, [&] {
+        const std::array<std::string_view, 2> keys{storage_key, tombstone};
         const std::array<std::string_view, 3> argv{token, fingerprint, ms.view()};
-        return redis_detail::decode_reserve(*router_->run(redis_detail::reserve_script(), storage_key, argv),
-                                            std::move(token));
+        return redis_detail::decode_reserve(*router_->run(redis_detail::reserve_script(), keys, argv), std::move(token),
+                                            fingerprint);
     });
 }
 
 bool redis_store::do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                              std::string_view payload, duration retention) {
+                              std::string_view payload, duration retention, duration remember) {
     const std::string storage_key = key.to_storage_key(prefix_);
     const milliseconds_arg ms(retention);
+    if (remember <= duration::zero()) {
+        return in_context("complete", &key, [&] {
+            const std::array<std::string_view, 4> argv{token, fingerprint, payload, ms.view()};
+            return redis_detail::decode_complete(*router_->run(redis_detail::complete_script(), storage_key, argv));
+        });
+    }
+    // The tombstone is written with the result, and outlives it by its own TTL.
+    const std::string tombstone = tombstone_key(prefix_, storage_key, key);
+    const std::string digest = detail::fingerprint_digest(fingerprint);
+    const milliseconds_arg window(remember);
     return in_context("complete", &key, [&] {
-        const std::array<std::string_view, 4> argv{token, fingerprint, payload, ms.view()};
-        return redis_detail::decode_complete(*router_->run(redis_detail::complete_script(), storage_key, argv));
+        const std::array<std::string_view, 2> keys{storage_key, tombstone};
+        const std::array<std::string_view, 6> argv{token, fingerprint, payload, ms.view(), digest, window.view()};
+        return redis_detail::decode_complete(*router_->run(redis_detail::complete_script(), keys, argv));
     });
 }
 
@@ -127,9 +159,11 @@ std::optional<record_state> redis_store::inspect(const record_key& key, bool wit
 
 forget_result redis_store::forget(const record_key& key, bool force) {
     const std::string storage_key = key.to_storage_key(prefix_);
+    const std::string tombstone = tombstone_key(prefix_, storage_key, key);
     forget_result r = in_context("forget", &key, [&] {
+        const std::array<std::string_view, 2> keys{storage_key, tombstone};
         const std::array<std::string_view, 1> argv{force ? "1" : "0"};
-        return redis_detail::decode_forget(*router_->run(redis_detail::forget_script(), storage_key, argv),
+        return redis_detail::decode_forget(*router_->run(redis_detail::forget_script(), keys, argv),
                                            clock::system()->now());
     });
     if (r.outcome != forget_outcome::not_found) r.record.name_space = key.name_space();

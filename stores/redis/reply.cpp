@@ -71,13 +71,20 @@ void throw_reply_error(const redisReply& r, std::string_view what) {
     throw store_error(failure_of(code), std::string(what) + ": " + std::string(text), std::string(code));
 }
 
-reservation decode_reserve(const redisReply& r, std::string token) {
+reservation decode_reserve(const redisReply& r, std::string token, std::string_view fingerprint) {
     if (r.type == REDIS_REPLY_ERROR) throw_reply_error(r, "server error");
     if (r.type != REDIS_REPLY_ARRAY || r.elements == 0 || r.element[0]->type != REDIS_REPLY_INTEGER)
         throw_shape("reserve");
     const long long code = r.element[0]->integer;
     if (code == 2 && r.elements == 2 && r.element[1]->type == REDIS_REPLY_STRING)
         return reservation::completed(std::string(r.element[1]->str, r.element[1]->len));
+    if (code == 5 && r.elements == 2 && r.element[1]->type == REDIS_REPLY_STRING) {
+        const std::string_view stored(r.element[1]->str, r.element[1]->len);
+        if (stored.size() != detail::fingerprint_digest_bytes)
+            throw store_error(store_failure::corrupt_record, "the key's tombstone is not one this store wrote");
+        return stored == detail::fingerprint_digest(fingerprint) ? reservation::expired()
+                                                                 : reservation::fingerprint_mismatch();
+    }
     if (r.elements == 1) {
         if (code == 0) return reservation::reserved(std::move(token));
         if (code == 1) return reservation::in_flight();
@@ -109,12 +116,22 @@ forget_result decode_forget(const redisReply& r, time_point now) {
     if (code == 0 && r.elements == 1) return {};
     if (code == 3 && r.elements == 1)
         throw store_error(store_failure::corrupt_record, "the key holds something this store did not write; kept");
-    if ((code != 1 && code != 2) || r.elements != 3 || r.element[1]->type != REDIS_REPLY_INTEGER ||
+    if (code == 5 && r.elements == 2 && r.element[1]->type == REDIS_REPLY_INTEGER && r.element[1]->integer >= 0) {
+        forget_result out{forget_outcome::tombstone_deleted, {}, true};
+        out.record.completed = true;
+        out.record.now = now;
+        out.record.expires_at = now + std::chrono::milliseconds(r.element[1]->integer);
+        return out;
+    }
+    // A deleted entry's reply says how many tombstones went with it; an older script's does not.
+    const bool with_tombstone = code == 1 && r.elements == 4 && r.element[3]->type == REDIS_REPLY_INTEGER;
+    if ((code != 1 && code != 2) || (r.elements != 3 && !with_tombstone) || r.element[1]->type != REDIS_REPLY_INTEGER ||
         r.element[2]->type != REDIS_REPLY_INTEGER)
         throw_shape("forget");
     const long long ttl = r.element[1]->integer, bytes = r.element[2]->integer;
     if (ttl < 0 || bytes < -1 || (code == 2 && bytes != -1)) throw_shape("forget");
     forget_result out{code == 1 ? forget_outcome::deleted : forget_outcome::refused_in_flight, {}};
+    out.tombstone = with_tombstone && r.element[3]->integer > 0;
     out.record.completed = bytes >= 0;
     out.record.now = now;
     out.record.expires_at = now + std::chrono::milliseconds(ttl);

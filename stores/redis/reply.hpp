@@ -26,7 +26,8 @@ namespace idem::redis_detail {
 [[noreturn]] void throw_reply_error(const redisReply& r, std::string_view what);
 
 // The reserve script's answer; `token` is the one the script was given.
-[[nodiscard]] reservation decode_reserve(const redisReply& r, std::string token);
+// `fingerprint`: the reserve's, which a tombstone's digest is compared with.
+[[nodiscard]] reservation decode_reserve(const redisReply& r, std::string token, std::string_view fingerprint = {});
 // The complete script's answer: stored or refused.
 [[nodiscard]] bool decode_complete(const redisReply& r);
 // The release script's answer: removed or refused.

@@ -62,11 +62,19 @@ router::router(redis_options options) : options_(std::move(options)) {
 router::~router() = default;
 
 reply router::run(const script& s, std::string_view key, std::span<const std::string_view> argv) {
-    std::array<std::string_view, 8> buffer{"EVALSHA", s.sha1, "1", key};
-    if (argv.size() > buffer.size() - 4) throw std::logic_error("idem: too many script arguments");
-    std::copy(argv.begin(), argv.end(), buffer.begin() + 4);
-    const std::span<std::string_view> args(buffer.data(), argv.size() + 4);
-    if (options_.cluster) return run_clustered(args, s, hash_slot(key));
+    return run(s, std::span<const std::string_view>(&key, 1), argv);
+}
+
+reply router::run(const script& s, std::span<const std::string_view> keys, std::span<const std::string_view> argv) {
+    static constexpr std::string_view key_counts[] = {"0", "1", "2", "3"};
+    std::array<std::string_view, 12> buffer{"EVALSHA", s.sha1};
+    if (keys.empty() || keys.size() >= std::size(key_counts) || keys.size() + argv.size() > buffer.size() - 3)
+        throw std::logic_error("idem: too many script keys or arguments");
+    buffer[2] = key_counts[keys.size()];
+    std::copy(keys.begin(), keys.end(), buffer.begin() + 3);
+    std::copy(argv.begin(), argv.end(), buffer.begin() + 3 + static_cast<std::ptrdiff_t>(keys.size()));
+    const std::span<std::string_view> args(buffer.data(), keys.size() + argv.size() + 3);
+    if (options_.cluster) return run_clustered(args, s, hash_slot(keys.front()));
 
     const auto c = nodes_.front()->pool.acquire();
     reply r = send_script(*c, args, s, false);

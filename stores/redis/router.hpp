@@ -36,6 +36,9 @@ public:
     // Runs `s` on `key` with `argv` by EVALSHA (EVAL once where the node lacks the script).
     // Throws store_error for an error reply, so the reply returned is the script's.
     [[nodiscard]] reply run(const script& s, std::string_view key, std::span<const std::string_view> argv);
+    // The same on several keys, all in the first one's slot (in a cluster).
+    [[nodiscard]] reply run(const script& s, std::span<const std::string_view> keys,
+                            std::span<const std::string_view> argv);
     // Standalone: PING. Cluster: loads the slot map, then PINGs every master.
     void ping();
 

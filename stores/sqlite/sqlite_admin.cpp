@@ -38,7 +38,12 @@ constexpr std::string_view delete_sql = R"(
 DELETE FROM idem_records WHERE key_hash = ?1)";
 
 constexpr std::string_view count_sql = R"(
-SELECT count(*) FROM idem_records WHERE expires_at <= ?1)";
+SELECT (SELECT count(*) FROM idem_records WHERE expires_at <= ?1)
+     + (SELECT count(*) FROM idem_tombstones WHERE forget_at <= ?1))";
+
+// A remembered key's tombstone goes with its record, or alone; answers when it would have been forgotten.
+constexpr std::string_view delete_tombstone_sql = R"(
+DELETE FROM idem_tombstones WHERE key_hash = ?1 RETURNING forget_at)";
 
 // Clamped: a row may hold any integer, and nanoseconds end in 2262.
 time_point at(std::int64_t milliseconds) {
@@ -75,7 +80,8 @@ admin_statements::admin_statements(database* db)
       recent_(db, recent_sql, "listing recent records"),
       completed_since_(db, completed_since_sql, "listing records completed since a time"),
       delete_(db, delete_sql, "deleting a record"),
-      count_(db, count_sql, "counting expired records") {}
+      count_(db, count_sql, "counting expired records"),
+      delete_tombstone_(db, delete_tombstone_sql, "deleting a tombstone") {}
 
 std::optional<record_state> admin_statements::inspect(const record_id_type& id, bool with_payload, std::int64_t now) {
     statement_use s(inspect_);
@@ -122,12 +128,25 @@ std::vector<listed_record> admin_statements::listed(statement_use& s, std::strin
 
 forget_result admin_statements::forget(const record_id_type& id, bool force, std::int64_t now) {
     std::optional<record_state> found = inspect(id, false, now);
-    if (!found) return {forget_outcome::not_found, {}};
-    if (!found->completed && !found->expired() && !force) return {forget_outcome::refused_in_flight, *found};
-    statement_use s(delete_);
-    s->bind(1, id);
-    (void)s->step();
-    return {forget_outcome::deleted, *found};
+    if (found && !found->completed && !found->expired() && !force) return {forget_outcome::refused_in_flight, *found};
+    if (found) {
+        statement_use s(delete_);
+        s->bind(1, id);
+        (void)s->step();
+    }
+    std::optional<std::int64_t> forget_at;
+    {
+        statement_use s(delete_tombstone_);
+        s->bind(1, id);
+        if (s->step()) forget_at = s->column_int(0).value_or(0);
+    }
+    if (found) return {forget_outcome::deleted, *found, forget_at.has_value()};
+    if (!forget_at) return {forget_outcome::not_found, {}};
+    record_state remembered;
+    remembered.completed = true;
+    remembered.expires_at = at(*forget_at);
+    remembered.now = at(now);
+    return {forget_outcome::tombstone_deleted, remembered, true};
 }
 
 std::size_t admin_statements::count_expired(std::int64_t cutoff) {

@@ -35,7 +35,7 @@ public:
     // the caller's transaction, which holds the write lock, so nothing changes
     // between the look and the delete.
     [[nodiscard]] forget_result forget(const record_id_type& id, bool force, std::int64_t now);
-    // Rows with expires_at <= cutoff.
+    // Rows with expires_at <= cutoff, and tombstones with forget_at <= cutoff.
     [[nodiscard]] std::size_t count_expired(std::int64_t cutoff);
 
 private:
@@ -48,6 +48,7 @@ private:
     statement completed_since_;
     statement delete_;
     statement count_;
+    statement delete_tombstone_;
 };
 
 }  // namespace idem::detail::sqlite

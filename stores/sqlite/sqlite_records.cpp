@@ -10,10 +10,12 @@ namespace idem::detail::sqlite {
 namespace {
 
 // Expired means expires_at <= now, the same test everywhere: a row is either
-// live (and untouchable but by its token) or absent.
+// live (and untouchable but by its token) or absent. A live tombstone keeps an
+// absent or expired key from being reserved: read_live() then answers from it.
 constexpr std::string_view reserve_sql = R"(
 INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, expires_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, 0, NULL, ?5, ?6)
+SELECT ?1, ?2, ?3, ?4, 0, NULL, ?5, ?6
+WHERE NOT EXISTS (SELECT 1 FROM idem_tombstones WHERE key_hash = ?1 AND forget_at > ?6)
 ON CONFLICT (key_hash) DO UPDATE SET
     fingerprint = excluded.fingerprint, token = excluded.token, state = 0, payload = NULL,
     expires_at = excluded.expires_at, updated_at = excluded.updated_at
@@ -49,6 +51,19 @@ constexpr std::string_view purge_sql = R"(
 DELETE FROM idem_records WHERE key_hash IN
     (SELECT key_hash FROM idem_records WHERE expires_at <= ?1 LIMIT ?2))";
 
+// A remembered key's tombstone: the key hash, the fingerprint's digest, and when it may be forgotten.
+constexpr std::string_view remember_sql = R"(
+INSERT INTO idem_tombstones (key_hash, fingerprint, forget_at) VALUES (?1, ?2, ?3)
+ON CONFLICT (key_hash) DO UPDATE SET fingerprint = excluded.fingerprint, forget_at = excluded.forget_at)";
+
+constexpr std::string_view remembered_sql = R"(
+SELECT fingerprint FROM idem_tombstones WHERE key_hash = ?1 AND forget_at > ?2)";
+
+// Through the forget_at index, from the window that ended first.
+constexpr std::string_view forget_ended_sql = R"(
+DELETE FROM idem_tombstones WHERE key_hash IN
+    (SELECT key_hash FROM idem_tombstones WHERE forget_at <= ?1 ORDER BY forget_at LIMIT ?2))";
+
 void bind_identity(statement_use& s, const record_key& key) {
     s->bind(1, record_id(key.digest()));
     s->bind_text(2, key.name_space());
@@ -77,7 +92,10 @@ record_statements::record_statements(database* db)
       insert_(db, insert_sql, "inserting a record"),
       complete_(db, complete_sql, "completing a record"),
       release_(db, release_sql, "releasing a record"),
-      purge_(db, purge_sql, "purging expired records") {}
+      purge_(db, purge_sql, "purging expired records"),
+      remember_(db, remember_sql, "remembering a key"),
+      remembered_(db, remembered_sql, "reading a key's tombstone"),
+      forget_ended_(db, forget_ended_sql, "purging tombstones") {}
 
 reservation record_statements::try_reserve(const record_key& key, std::string_view fingerprint, std::string_view token,
                                            record_times t) {
@@ -90,16 +108,44 @@ reservation record_statements::try_reserve(const record_key& key, std::string_vi
         s->bind(6, t.now);
         if (s->step()) return reservation::reserved(std::string(token));
     }
-    return read_live(key, fingerprint);
+    return read_live(key, fingerprint, t.now);
 }
 
-reservation record_statements::read_live(const record_key& key, std::string_view fingerprint) {
-    statement_use s(lookup_);
+reservation record_statements::read_live(const record_key& key, std::string_view fingerprint, std::int64_t now) {
+    {
+        statement_use s(lookup_);
+        s->bind(1, record_id(key.digest()));
+        // The upsert left the row alone, so it exists and is live (in this
+        // transaction, which holds the write lock), unless it is malformed or a
+        // tombstone stopped the upsert.
+        if (s->step()) {
+            const auto expires_at = s->column_int(4);
+            if (!expires_at || *expires_at > now) return decide(s, key, fingerprint);
+        }
+    }
+    if (auto answer = remembered(key, fingerprint, now)) return std::move(*answer);
+    corrupt(key, "it vanished between two statements of one transaction");
+}
+
+std::optional<reservation> record_statements::remembered(const record_key& key, std::string_view fingerprint,
+                                                         std::int64_t now) {
+    statement_use s(remembered_);
     s->bind(1, record_id(key.digest()));
-    // The upsert left the row alone, so it exists and is live (in this
-    // transaction, which holds the write lock), unless it is malformed.
-    if (!s->step()) corrupt(key, "it vanished between two statements of one transaction");
-    return decide(s, key, fingerprint);
+    s->bind(2, now);
+    if (!s->step()) return std::nullopt;
+    const auto stored = s->column_blob(0);
+    if (!stored || stored->size() != fingerprint_digest_bytes) corrupt(key, "its tombstone's fingerprint is malformed");
+    if (*stored != fingerprint_digest(fingerprint)) return reservation::fingerprint_mismatch();
+    return reservation::expired();
+}
+
+void record_statements::remember(const record_key& key, std::string_view fingerprint, std::int64_t forget_at) {
+    const std::string digest = fingerprint_digest(fingerprint);
+    statement_use s(remember_);
+    s->bind(1, record_id(key.digest()));
+    s->bind_blob(2, digest);
+    s->bind(3, forget_at);
+    (void)s->step();
 }
 
 std::optional<reservation> record_statements::peek(const record_key& key, std::string_view fingerprint,
@@ -113,27 +159,40 @@ std::optional<reservation> record_statements::peek(const record_key& key, std::s
 }
 
 record_lookup record_statements::look_up(const record_key& key, std::string_view fingerprint, std::int64_t now) {
-    statement_use s(lookup_);
-    s->bind(1, record_id(key.digest()));
-    if (!s->step()) return {record_lookup::found::nothing, {}};
-    const auto expires_at = s->column_int(4);
-    if (expires_at && *expires_at <= now) return {record_lookup::found::reserve, {}};  // expired: to take over
-    reservation answer = decide(s, key, fingerprint);
-    if (answer.status == reservation_status::in_flight) return {record_lookup::found::reserve, {}};
-    return {record_lookup::found::answer, std::move(answer)};
+    bool absent = false;
+    {
+        statement_use s(lookup_);
+        s->bind(1, record_id(key.digest()));
+        absent = !s->step();
+        if (!absent) {
+            const auto expires_at = s->column_int(4);
+            if (!expires_at || *expires_at > now) {
+                reservation answer = decide(s, key, fingerprint);
+                if (answer.status == reservation_status::in_flight) return {record_lookup::found::reserve, {}};
+                return {record_lookup::found::answer, std::move(answer)};
+            }
+        }
+    }
+    if (auto answer = remembered(key, fingerprint, now)) return {record_lookup::found::answer, std::move(*answer)};
+    // Absent: the work may run; expired: to take over.
+    return {absent ? record_lookup::found::nothing : record_lookup::found::reserve, {}};
 }
 
 void record_statements::insert(const record_key& key, std::string_view fingerprint, std::string_view token,
-                               std::optional<std::string_view> payload, record_times t) {
-    statement_use s(insert_);
-    bind_identity(s, key);
-    s->bind_blob(3, fingerprint);
-    s->bind_text(4, token);
-    s->bind(5, std::int64_t{payload ? 1 : 0});
-    if (payload) s->bind_blob(6, *payload);
-    s->bind(7, t.expires_at);
-    s->bind(8, t.now);
-    (void)s->step();
+                               std::optional<std::string_view> payload, record_times t,
+                               std::optional<std::int64_t> forget_at) {
+    {
+        statement_use s(insert_);
+        bind_identity(s, key);
+        s->bind_blob(3, fingerprint);
+        s->bind_text(4, token);
+        s->bind(5, std::int64_t{payload ? 1 : 0});
+        if (payload) s->bind_blob(6, *payload);
+        s->bind(7, t.expires_at);
+        s->bind(8, t.now);
+        (void)s->step();
+    }
+    if (forget_at) remember(key, fingerprint, *forget_at);
 }
 
 reservation record_statements::decide(statement_use& s, const record_key& key, std::string_view fingerprint) {
@@ -153,15 +212,19 @@ reservation record_statements::decide(statement_use& s, const record_key& key, s
 }
 
 bool record_statements::complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                                 std::string_view payload, record_times t) {
-    statement_use s(complete_);
-    bind_identity(s, key);
-    s->bind_blob(3, fingerprint);
-    s->bind_text(4, token);
-    s->bind_blob(5, payload);
-    s->bind(6, t.expires_at);
-    s->bind(7, t.now);
-    return s->step();
+                                 std::string_view payload, record_times t, std::optional<std::int64_t> forget_at) {
+    {
+        statement_use s(complete_);
+        bind_identity(s, key);
+        s->bind_blob(3, fingerprint);
+        s->bind_text(4, token);
+        s->bind_blob(5, payload);
+        s->bind(6, t.expires_at);
+        s->bind(7, t.now);
+        if (!s->step()) return false;
+    }
+    if (forget_at) remember(key, fingerprint, *forget_at);
+    return true;
 }
 
 bool record_statements::release(const record_key& key, std::string_view token, std::int64_t now) {
@@ -173,11 +236,17 @@ bool record_statements::release(const record_key& key, std::string_view token, s
 }
 
 std::size_t record_statements::purge(std::int64_t now, std::size_t limit) {
-    statement_use s(purge_);
-    s->bind(1, now);
-    s->bind(2, static_cast<std::int64_t>(std::min<std::size_t>(limit, std::numeric_limits<std::int64_t>::max())));
-    (void)s->step();
-    return static_cast<std::size_t>(sqlite_api::sqlite3_changes64(db()));
+    const auto rows = [&](statement& which, std::size_t at_most) {
+        statement_use s(which);
+        s->bind(1, now);
+        s->bind(2, static_cast<std::int64_t>(std::min<std::size_t>(at_most, std::numeric_limits<std::int64_t>::max())));
+        (void)s->step();
+        return static_cast<std::size_t>(sqlite_api::sqlite3_changes64(db()));
+    };
+    std::size_t deleted = rows(purge_, limit);
+    // Then the tombstones whose window ended, within the same bound.
+    if (deleted < limit) deleted += rows(forget_ended_, limit - deleted);
+    return deleted;
 }
 
 }  // namespace idem::detail::sqlite

@@ -38,17 +38,23 @@ public:
     // transaction holding the write lock.
     [[nodiscard]] record_lookup look_up(const record_key& key, std::string_view fingerprint, std::int64_t now);
     // Its record: completed with `payload`, or in flight without; a plain INSERT.
+    // `forget_at`: the key's tombstone too, until then.
     void insert(const record_key& key, std::string_view fingerprint, std::string_view token,
-                std::optional<std::string_view> payload, record_times t);
-    // Completes the entry carrying `token`, or an absent/expired one; one statement.
+                std::optional<std::string_view> payload, record_times t, std::optional<std::int64_t> forget_at);
+    // Completes the entry carrying `token`, or an absent/expired one; one statement,
+    // and one more for the tombstone (`forget_at`) when it completed.
     [[nodiscard]] bool complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                                std::string_view payload, record_times t);
+                                std::string_view payload, record_times t, std::optional<std::int64_t> forget_at);
     [[nodiscard]] bool release(const record_key& key, std::string_view token, std::int64_t now);
-    // Deletes up to `limit` expired rows; returns how many.
+    // Deletes up to `limit` expired rows, then tombstones whose window ended; returns how many.
     [[nodiscard]] std::size_t purge(std::int64_t now, std::size_t limit);
 
 private:
-    [[nodiscard]] reservation read_live(const record_key& key, std::string_view fingerprint);
+    [[nodiscard]] reservation read_live(const record_key& key, std::string_view fingerprint, std::int64_t now);
+    // The answer of `key`'s live tombstone (expired or fingerprint_mismatch); nullopt when none.
+    [[nodiscard]] std::optional<reservation> remembered(const record_key& key, std::string_view fingerprint,
+                                                        std::int64_t now);
+    void remember(const record_key& key, std::string_view fingerprint, std::int64_t forget_at);
     // The decision for the row `s` stands on (bound and stepped), checked for corruption.
     [[nodiscard]] static reservation decide(statement_use& s, const record_key& key, std::string_view fingerprint);
 
@@ -58,6 +64,9 @@ private:
     statement complete_;
     statement release_;
     statement purge_;
+    statement remember_;
+    statement remembered_;
+    statement forget_ended_;
 };
 
 }  // namespace idem::detail::sqlite

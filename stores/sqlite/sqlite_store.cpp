@@ -115,6 +115,11 @@ struct IDEM_LOCAL sqlite_store::impl {
     }
 
     [[nodiscard]] sqlite::record_times times(duration span) const { return sqlite::times(options.time->now(), span); }
+    // When a key remembered for `remember` may be forgotten; none for zero.
+    [[nodiscard]] std::optional<std::int64_t> forget_at(duration remember) const {
+        if (remember <= duration::zero()) return std::nullopt;
+        return times(remember).expires_at;
+    }
     [[nodiscard]] std::int64_t now() const { return sqlite::times(options.time->now(), duration::zero()).now; }
     // Rows expired at least `older_than` ago have expires_at <= cutoff; rounded
     // so that a row younger than that never qualifies.
@@ -162,9 +167,9 @@ reservation sqlite_store::do_try_reserve(const record_key& key, std::string_view
 }
 
 bool sqlite_store::do_complete(const record_key& key, std::string_view token, std::string_view fingerprint,
-                               std::string_view payload, duration retention) {
+                               std::string_view payload, duration retention, duration remember) {
     return impl_->detached([&](sqlite::record_statements& s) {
-        return s.complete(key, token, fingerprint, payload, impl_->times(retention));
+        return s.complete(key, token, fingerprint, payload, impl_->times(retention), impl_->forget_at(remember));
     });
 }
 
@@ -221,8 +226,10 @@ reservation sqlite_store::do_try_reserve_in(unit_of_work& tx, const record_key& 
 }
 
 bool sqlite_store::do_complete_in(unit_of_work& tx, const record_key& key, std::string_view token,
-                                  std::string_view fingerprint, std::string_view payload, duration retention) {
-    return impl_->statements(tx).complete(key, token, fingerprint, payload, impl_->times(retention));
+                                  std::string_view fingerprint, std::string_view payload, duration retention,
+                                  duration remember) {
+    return impl_->statements(tx).complete(key, token, fingerprint, payload, impl_->times(retention),
+                                          impl_->forget_at(remember));
 }
 
 record_lookup sqlite_store::do_look_up_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint) {
@@ -230,8 +237,9 @@ record_lookup sqlite_store::do_look_up_in(unit_of_work& tx, const record_key& ke
 }
 
 void sqlite_store::do_insert_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
-                                std::optional<std::string_view> payload, duration span) {
-    impl_->statements(tx).insert(key, fingerprint, detail::unheld_token, payload, impl_->times(span));
+                                std::optional<std::string_view> payload, duration span, duration remember) {
+    impl_->statements(tx).insert(key, fingerprint, detail::unheld_token, payload, impl_->times(span),
+                                 impl_->forget_at(remember));
 }
 
 bool sqlite_store::do_release_in(unit_of_work& tx, const record_key& key, std::string_view token) {

@@ -38,7 +38,7 @@ TEST_CASE("migrate applies the schema once; a second run applies nothing and sti
           "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied 0004_steps\napplied "
           "0005_completer\n"
           "applied 0006_outbox_claim_order\napplied 0007_operation_failures\napplied 0008_outbox_lean\napplied "
-          "0009_outbox_intake\n");
+          "0009_outbox_intake\napplied 0010_tombstones\n");
     CHECK(w.rows() == 0);
 
     r = w.idem({"migrate", "--db", w.db});
@@ -59,7 +59,7 @@ TEST_CASE("--db accepts sqlite:PATH, sqlite:///PATH and paths ending in .db, .sq
               "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied "
               "0004_steps\napplied 0005_completer\n"
               "applied 0006_outbox_claim_order\napplied 0007_operation_failures\napplied 0008_outbox_lean\napplied "
-              "0009_outbox_intake\n");
+              "0009_outbox_intake\napplied 0010_tombstones\n");
     }
     CHECK(std::filesystem::exists(base / "a"));
     CHECK(std::filesystem::exists(base / "b.data"));

@@ -124,7 +124,7 @@ TEST_CASE("postgresql: migrate applies the schema once, then nothing, exit 0 bot
           "applied 0001_create_records\napplied 0002_purge_by_insertion_order\napplied 0003_purge_by_expiry\n"
           "applied 0004_lean_records\napplied 0005_outbox\napplied 0006_steps\napplied 0007_completer\n"
           "applied 0008_outbox_claim_order\napplied 0009_operation_failures\napplied 0010_outbox_lean\napplied "
-          "0011_outbox_intake\n");
+          "0011_outbox_intake\napplied 0012_tombstones\n");
     r = w.idem({"migrate", "--db", "postgres" + db.uri.substr(10)});  // postgres:// too
     CHECK(r.exit_code == 0);
     CHECK(r.out == "nothing to apply: the schema is up to date\n");

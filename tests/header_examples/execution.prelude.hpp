@@ -12,3 +12,4 @@ std::string operation();
 extern const idem::string_codec codec;
 std::string retry_later();
 std::string reject();
+std::string gone();

@@ -322,3 +322,28 @@ TEST_CASE("http: invalid layer options name every invalid field") {
         CHECK(what.find("max_stored_body must be positive") != std::string::npos);
     }
 }
+
+TEST_CASE(
+    "http: a retry after the retention, inside the profile's remembered window, is 410 Expired and does not run") {
+    executor_options live;
+    live.profiles["payments"] = {.retention = 1h, .remember = std::chrono::hours(24 * 30)};
+    http::layer_options o = user_scoped();
+    o.profile = "payments";
+    service s(std::move(o), std::move(live));
+    REQUIRE(s.post("/transfers", "amount=10", key("k-late"))->status == 201);
+    s.clock->advance(2h);  // the response is no longer kept; the purge removes its record
+    while (s.store->purge_expired(1000) > 0) {
+    }
+    auto late = s.post("/transfers", "amount=10", key("k-late"));
+    REQUIRE(late);
+    CHECK(late->status == 410);
+    CHECK(late->get_header_value("Content-Type") == "application/problem+json");
+    CHECK(late->get_header_value("Cache-Control") == "no-store");
+    CHECK(late->body.find("Idempotency.Expired") != std::string::npos);
+    CHECK_FALSE(late->has_header("Idempotent-Replayed"));
+    CHECK(s.post("/transfers", "amount=99", key("k-late"))->status == 422);  // other content: reused
+    CHECK(s.runs == 1);
+    s.clock->advance(std::chrono::hours(24 * 30));  // the window ended: the key runs anew
+    CHECK(s.post("/transfers", "amount=10", key("k-late"))->status == 201);
+    CHECK(s.runs == 2);
+}

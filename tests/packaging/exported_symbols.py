@@ -18,8 +18,9 @@ import sys
 ALLOWED = [
     # Declared in the public record_store.hpp for record-store implementations
     # (the store libraries, and stores applications write): argument checks and
-    # fencing tokens.
-    (r"^idem::detail::(check_fingerprint|check_token|check_duration|new_token)$", {"libidem"}),
+    # fencing tokens, and the remembered window's check and fingerprint digest (tombstones).
+    (r"^idem::detail::(check_fingerprint|check_token|check_duration|new_token|check_remember|fingerprint_digest)$",
+     {"libidem"}),
     # The SQL plumbing the SQLite and PostgreSQL store libraries are built on,
     # exported by idem_sql for them (lib/sql/*.hpp, not installed): SOCI error
     # translation, migrations, the transactions open on a thread, the registry

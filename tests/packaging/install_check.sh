@@ -109,7 +109,7 @@ struct forgetful_store final : idem::record_store {
         return r.status == idem::reservation_status::fingerprint_mismatch ? idem::reservation::in_flight() : r;
     }
     bool do_complete(const idem::record_key& k, std::string_view t, std::string_view fp, std::string_view p,
-                     idem::duration d) override { return inner.complete(k, t, fp, p, d); }
+                     idem::duration d, idem::duration) override { return inner.complete(k, t, fp, p, d); }
     bool do_release(const idem::record_key& k, std::string_view t) override { return inner.release(k, t); }
     std::size_t do_purge_expired(std::size_t limit) override { return inner.purge_expired(limit); }
 };

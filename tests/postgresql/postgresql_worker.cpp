@@ -25,6 +25,7 @@ bank::outcome outcome_of(idem::execution_status status) {
         case idem::execution_status::executed: return bank::outcome::executed;
         case idem::execution_status::replayed: return bank::outcome::replayed;
         case idem::execution_status::in_flight: return bank::outcome::in_flight;
+        case idem::execution_status::expired: return bank::outcome::expired;
         case idem::execution_status::key_reused: break;
     }
     return bank::outcome::mismatch;

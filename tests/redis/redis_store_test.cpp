@@ -11,7 +11,9 @@
 
 #include "child_process.hpp"
 #include "free_port.hpp"
+#include "hash_slot.hpp"
 #include "helpers.hpp"
+#include "idem/executor.hpp"
 #include "idem/redis_store.hpp"
 #include "redis_server.hpp"
 #include "scripts.hpp"
@@ -410,4 +412,56 @@ TEST_CASE("redis: 4 processes x 16 threads racing one key get exactly one reserv
     }
     MESSAGE(processes << " processes x " << threads << " threads, " << rounds << " rounds: exactly one reserved in "
                       << exact << " rounds");
+}
+
+// A profile's remembered window on Redis: Redis drops the record at its
+// retention by itself; the tombstone, a key of its own with the window's TTL,
+// answers until the window ends. The transfer moves money once.
+TEST_CASE("redis: a transfer retried after its retention, inside its remembered window, is expired and not run") {
+    auto store = std::make_shared<redis_store>(test::shared_redis_options());
+    const std::string ns = fresh_namespace();
+    executor_options o;
+    o.profiles["payments"] = {.lease = 100ms, .retention = 300ms, .remember = 3s};
+    executor exec(store, o);
+    std::atomic<int> moved{0};
+    const auto transfer = [&](const record_key& k, std::string_view fingerprint = "fp") {
+        return exec.execute(k, fingerprint, {.profile = "payments"},
+                            [&] { return "moved " + std::to_string(++moved); });
+    };
+    const record_key late(ns, "late"), forgotten(ns, "forgotten");
+    REQUIRE(transfer(late).status() == execution_status::executed);
+    REQUIRE(transfer(forgotten).status() == execution_status::executed);
+    std::this_thread::sleep_for(600ms);  // the retention ended: Redis dropped the records
+    CHECK(store->purge_expired(1000) == 0);
+    test::redis_client raw(test::shared_redis());
+    CHECK(raw.text({"EXISTS", late.to_storage_key()}) == "0");
+    CHECK(transfer(late).status() == execution_status::expired);
+    CHECK(transfer(late, "other").status() == execution_status::key_reused);
+    CHECK(store->try_reserve(late, "fp", 1min).status == status::expired);
+
+    // forget deletes the tombstone alone: the operator lets the key run again.
+    const forget_result f = store->forget(forgotten, false);
+    CHECK(f.outcome == forget_outcome::tombstone_deleted);
+    CHECK(f.tombstone);
+    CHECK(f.record.expires_at - f.record.now > 1s);
+    CHECK(store->forget(forgotten, false).outcome == forget_outcome::not_found);
+    CHECK(transfer(forgotten).status() == execution_status::executed);
+    CHECK(moved == 3);
+
+    std::this_thread::sleep_for(3s);  // the window ended: the tombstone's TTL too
+    CHECK(transfer(late).status() == execution_status::executed);
+    CHECK(moved == 4);
+}
+
+TEST_CASE("redis: a tombstone sits in its entry's hash slot, for any namespace's hash tag") {
+    for (const std::string ns : {"payments", "orders{customer-42}", "a{b}c{d}"}) {
+        for (int i = 0; i < 50; ++i) {
+            const record_key k(ns, "k-" + std::to_string(i));
+            const std::string entry = k.to_storage_key();
+            const std::uint16_t slot = redis_detail::hash_slot(entry);
+            const std::string tombstone =
+                "idem:v3:t{" + std::string(redis_detail::tag_for_slot(slot)) + "}" + "0123456789abcdef";
+            CHECK(redis_detail::hash_slot(tombstone) == slot);
+        }
+    }
 }

@@ -66,13 +66,13 @@ TEST_CASE("a writer killed with SIGKILL before its commit leaves neither the bus
 TEST_CASE("migrations started by several processes at once are applied exactly once") {
     idem::test::temp_dir dir{"sqlite-migrate"};
     const std::string db = (dir.path() / "fresh.db").string();
-    idem::test::race_migrations(
-        {worker, "migrate", db}, 4,
-        {"0001_create_records", "0002_lean_records", "0003_outbox", "0004_steps", "0005_completer",
-         "0006_outbox_claim_order", "0007_operation_failures", "0008_outbox_lean", "0009_outbox_intake"});
+    idem::test::race_migrations({worker, "migrate", db}, 4,
+                                {"0001_create_records", "0002_lean_records", "0003_outbox", "0004_steps",
+                                 "0005_completer", "0006_outbox_claim_order", "0007_operation_failures",
+                                 "0008_outbox_lean", "0009_outbox_intake", "0010_tombstones"});
 
     soci::session session;
     idem::open_sqlite_session(session, db);
-    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 9);
+    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 10);
     CHECK(bank::count(session, "SELECT count(*) FROM sqlite_master WHERE name = 'idem_records'") == 1);
 }

@@ -13,15 +13,17 @@ public:
     explicit switchable_store(std::shared_ptr<const idem::clock> c = idem::clock::system()) : inner_(std::move(c)) {}
     std::atomic<bool> failing{false};
 
+    [[nodiscard]] store_traits traits() const noexcept override { return inner_.traits(); }
+
 protected:
     reservation do_try_reserve(const record_key& k, std::string_view fp, duration lease) override {
         fail_if_down();
         return inner_.try_reserve(k, fp, lease);
     }
-    bool do_complete(const record_key& k, std::string_view t, std::string_view fp, std::string_view p,
-                     duration r) override {
+    bool do_complete(const record_key& k, std::string_view t, std::string_view fp, std::string_view p, duration r,
+                     duration remember) override {
         fail_if_down();
-        return inner_.complete(k, t, fp, p, r);
+        return inner_.complete(k, t, fp, p, r, remember);
     }
     bool do_release(const record_key& k, std::string_view t) override {
         fail_if_down();

@@ -405,3 +405,78 @@ TEST_CASE("executor: a profile picks its store, mode and retention; a call overr
                   key, "fp", {.profile = "payments"}, [] { return std::string("x"); }, string_codec{})
               .status() == status::executed);
 }
+
+namespace {
+
+// A store that keeps no tombstones (its traits leave `remembers` false).
+class forgetful_store final : public record_store {
+public:
+    explicit forgetful_store(std::shared_ptr<const idem::clock> c) : inner_(std::move(c)) {}
+
+protected:
+    reservation do_try_reserve(const record_key& k, std::string_view fp, duration lease) override {
+        return inner_.try_reserve(k, fp, lease);
+    }
+    bool do_complete(const record_key& k, std::string_view t, std::string_view fp, std::string_view p, duration r,
+                     duration) override {
+        return inner_.complete(k, t, fp, p, r);
+    }
+    bool do_release(const record_key& k, std::string_view t) override { return inner_.release(k, t); }
+    std::size_t do_purge_expired(std::size_t limit) override { return inner_.purge_expired(limit); }
+
+private:
+    memory_store inner_;
+};
+
+}  // namespace
+
+TEST_CASE("executor: a retry after the retention, inside the profile's remembered window, is expired and not run") {
+    fixture f;
+    executor_options o;
+    o.profiles["payments"] = {.retention = 24h, .remember = 24h * 30};
+    auto exec = f.make(o);
+    int runs = 0;
+    auto pay = [&] { return "receipt-" + std::to_string(++runs); };
+    const execution_options payments{.profile = "payments"};
+    REQUIRE(exec.execute(f.key, "fp", payments, pay, f.codec).status() == status::executed);
+    // A failure's short retention is not remembered: its retry may run again.
+    const record_key declined{"payments.capture", scope::tenant("acme"), "order-18"};
+    const auto failing = make_codec<std::string>([](const std::string& s) { return s; },
+                                                 [](std::string_view p) { return std::string(p); },
+                                                 [](const std::string&) { return classification::store_as_failure; });
+    REQUIRE(exec.execute(declined, "fp", payments, pay, failing).status() == status::executed);
+
+    f.clock->advance(25h);  // a client's queue drained after a day
+    while (f.store->purge_expired(1000) > 0) {
+    }
+    const auto late = exec.execute(f.key, "fp", payments, pay, f.codec);
+    CHECK(late.status() == status::expired);
+    CHECK(late.enforce_decision() == status::expired);
+    CHECK_FALSE(late.has_value());
+    CHECK_THROWS_AS((void)late.value(), std::logic_error);
+    CHECK(exec.execute(f.key, "other", payments, pay, f.codec).status() == status::key_reused);
+    CHECK(f.sink->count(outcome::expired, mode::enforce) == 1);
+    CHECK(exec.execute(declined, "fp", payments, pay, failing).status() == status::executed);
+    CHECK(runs == 3);
+
+    // Observe runs it regardless, and counts what Enforce would have answered.
+    const auto observed = exec.execute(f.key, "fp", {.profile = "payments", .mode = mode::observe}, pay, f.codec);
+    CHECK(observed.status() == status::executed);
+    CHECK(observed.enforce_decision() == status::expired);
+    CHECK(runs == 4);
+
+    f.clock->advance(24h * 30);  // the window ended
+    CHECK(exec.execute(f.key, "fp", payments, pay, f.codec).status() == status::executed);
+    CHECK(runs == 5);
+}
+
+TEST_CASE("executor: a remembered window on a store that keeps no tombstones is an options_error, before any run") {
+    fixture f;
+    executor_options o;
+    o.profiles["payments"] = {.retention = 1h, .remember = 48h};
+    executor exec(std::make_shared<forgetful_store>(f.clock), o, f.sink);
+    int runs = 0;
+    CHECK_THROWS_AS((void)exec.execute(f.key, "fp", {.profile = "payments"}, [&] { return ++runs; }), options_error);
+    CHECK(runs == 0);
+    CHECK(exec.execute(f.key, "fp", {}, [&] { return ++runs; }).status() == status::executed);
+}

@@ -209,3 +209,37 @@ TEST_CASE("memory store: forget deletes a completed or expired entry; one in fli
     CHECK(store.try_reserve(running, "fp", 1min).status == reservation_status::reserved);
     CHECK(store.size() == 2);
 }
+
+TEST_CASE("memory store: a remembered key's tombstone outlives its result; forget and the purge delete it") {
+    auto clock = std::make_shared<manual_clock>();
+    memory_store store{clock};
+    const record_key paid("remember", "paid"), other("remember", "other");
+    for (const auto& k : {paid, other}) {
+        auto r = store.try_reserve(k, "fp", 1min);
+        REQUIRE(store.complete(k, r.token, "fp", "receipt", 1h, 24h));
+    }
+    clock->advance(2h);
+    CHECK(store.purge_expired(1000) == 2);  // the two results; the tombstones stay
+    CHECK(store.size() == 0);
+    CHECK(store.try_reserve(paid, "fp", 1min).status == reservation_status::expired);
+    CHECK(store.try_reserve(paid, "another", 1min).status == reservation_status::fingerprint_mismatch);
+    CHECK(store.size() == 0);  // answering took no slot
+
+    const forget_result forgotten = store.forget(paid, false);
+    CHECK(forgotten.outcome == forget_outcome::tombstone_deleted);
+    CHECK(forgotten.tombstone);
+    CHECK(forgotten.record.expires_at == forgotten.record.now + 22h);
+    CHECK(store.forget(paid, false).outcome == forget_outcome::not_found);
+    auto again = store.try_reserve(paid, "fp", 1min);
+    CHECK(again.status == reservation_status::reserved);
+    // Completed again with a window, then forgotten with its record: both go.
+    REQUIRE(store.complete(paid, again.token, "fp", "second", 1h, 24h));
+    const forget_result forgotten_both = store.forget(paid, false);
+    CHECK(forgotten_both.outcome == forget_outcome::deleted);
+    CHECK(forgotten_both.tombstone);
+    CHECK(store.try_reserve(paid, "fp", 1min).status == reservation_status::reserved);
+
+    clock->advance(23h);  // other's window ended: the purge deletes its tombstone, and the key runs again
+    CHECK(store.purge_expired(1000) >= 1);
+    CHECK(store.try_reserve(other, "fp", 1min).status == reservation_status::reserved);
+}

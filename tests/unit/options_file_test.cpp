@@ -69,7 +69,8 @@ const std::string complete_file = R"({
   "failure_retention": "15m",
   "store": "ledger",
   "profiles": {
-    "payments": {"mode": "enforce", "lease": "90s", "retention": "7d", "failure_retention": "1h", "store": ""},
+    "payments": {"mode": "enforce", "lease": "90s", "retention": "7d", "failure_retention": "1h", "store": "",
+                 "remember": "90d"},
     "reports": {"mode": "off"}
   },
   "http": {"header_name": "X-Request-Key", "require_key": true, "unscoped": "bypass"}
@@ -92,7 +93,9 @@ TEST_CASE("options file: every field of the options and of a profile is read") {
     CHECK(p.retention == std::chrono::hours(24 * 7));
     CHECK(p.failure_retention == 1h);
     CHECK(p.store == "");
+    CHECK(p.remember == std::chrono::hours(24 * 90));
     const profile_options& r = o.profiles.at("reports");
+    CHECK_FALSE(r.remember.has_value());
     CHECK(r.mode == mode::off);
     CHECK_FALSE(r.lease.has_value());
     CHECK_FALSE(r.retention.has_value());

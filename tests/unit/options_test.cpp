@@ -56,6 +56,35 @@ TEST_CASE("options: construction rejects invalid options naming every invalid fi
     CHECK(problems.size() == 6);
 }
 
+TEST_CASE("options: a profile's remembered window must be positive, at most 100 years and longer than its retention") {
+    executor_options o;
+    o.retention = 2h;
+    o.profiles["zero"] = {.remember = 0s};
+    o.profiles["negative"] = {.remember = -1s};
+    o.profiles["short"] = {.remember = 1h};                         // the global retention, 2h, is longer
+    o.profiles["equal"] = {.retention = 30min, .remember = 30min};  // as long: nothing would be remembered
+    o.profiles["huge"] = {.remember = max_duration + 1s};
+    o.profiles["fine"] = {.retention = 1h, .remember = 24h * 90};
+    const auto problems = problems_of([&] { executor exec(std::make_shared<memory_store>(), o); });
+    CHECK(mentions(problems, "profiles.zero.remember must be positive"));
+    CHECK(mentions(problems, "profiles.negative.remember must be positive"));
+    CHECK(mentions(problems, "profiles.short.remember (1h) must be longer than retention (2h)"));
+    CHECK(mentions(problems, "profiles.equal.remember (30m) must be longer than retention (30m)"));
+    CHECK(mentions(problems, "profiles.huge.remember must be at most 100 years"));
+    CHECK(problems.size() == 5);
+
+    // A replacement that shortens the window below the retention makes every call throw until fixed.
+    auto source = std::make_shared<options_source>(executor_options{.profiles = {{"pay", {.remember = 48h}}}});
+    executor exec({{"", std::make_shared<memory_store>()}}, source);
+    const record_key key("pay", "k");
+    CHECK(source->resolve({.profile = "pay"}).remember == 48h);
+    CHECK(source->resolve({}).remember == duration::zero());  // a window is a profile's
+    CHECK(exec.execute(key, "fp", {.profile = "pay"}, [] { return std::string("ok"); }).status() ==
+          execution_status::executed);
+    source->replace({.profiles = {{"pay", {.remember = 1h}}}});
+    CHECK_THROWS_AS((void)exec.execute(key, "fp", {.profile = "pay"}, [] { return std::string("ok"); }), options_error);
+}
+
 TEST_CASE("options: leases and retentions above 100 years are invalid, everywhere they are set") {
     executor_options o;
     o.max_lease = duration::max();

@@ -56,14 +56,21 @@ int forget(const forget_args& args) {
                 "lease to end, or add --force to delete it anyway\n",
                 names_of(d), describe(detail::saturating_difference(r.record.expires_at, r.record.now)));
             return exit_in_flight;
+        case forget_outcome::tombstone_deleted:
+            // The result was gone; the key was remembered (its profile's remember window).
+            std::cout << fmt::format(
+                "deleted the tombstone with {}: the key was remembered until {}; a request with it runs again\n",
+                names_of(d), utc(r.record.expires_at));
+            return 0;
         case forget_outcome::deleted: break;
     }
     // One line an operator's log keeps: what was deleted, by its hashes only.
     // Redis keeps no write time.
     const std::string written = args.redis.empty() ? ", written " + utc(r.record.created_at) : "";
-    std::cout << fmt::format("deleted the record with {}: namespace {}, {}{}{}\n", names_of(d), r.record.name_space,
+    std::cout << fmt::format("deleted the record with {}: namespace {}, {}{}{}{}\n", names_of(d), r.record.name_space,
                              state_of(r.record), written,
-                             !r.record.completed && !r.record.expired() ? " (--force)" : "");
+                             !r.record.completed && !r.record.expired() ? " (--force)" : "",
+                             r.tombstone ? ", and its tombstone" : "");
     return 0;
 }
 

@@ -28,6 +28,10 @@ inline constexpr problem_code in_flight{409, "Idempotency.InFlight",
                                         "A request with this Idempotency-Key is still being processed"};
 inline constexpr problem_code key_reused{422, "Idempotency.KeyReused",
                                          "This Idempotency-Key was used for a different request"};
+// The request ran long ago: its response is no longer kept, but its key is
+// remembered (profile_options::remember), so it does not run again (docs/http.md).
+inline constexpr problem_code expired{410, "Idempotency.Expired",
+                                      "This request was processed; its response is no longer kept"};
 inline constexpr problem_code store_unavailable{503, "Idempotency.StoreUnavailable",
                                                 "Idempotency records are unavailable; retry later"};
 // The endpoint failed and its database transaction is known to have rolled back
