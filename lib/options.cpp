@@ -52,6 +52,12 @@ bool is_token(std::string_view name) {
 
 }  // namespace
 
+std::vector<std::string> http_overrides::problems(const std::string& where) const {
+    std::vector<std::string> out;
+    if (header_name && !is_token(*header_name)) out.push_back(where + "header_name must be a non-empty HTTP token");
+    return out;
+}
+
 std::vector<std::string> executor_options::problems(const std::set<std::string, std::less<>>* stores) const {
     std::vector<std::string> out;
     if (max_lease <= duration::zero()) out.emplace_back("max_lease must be positive");
@@ -64,6 +70,7 @@ std::vector<std::string> executor_options::problems(const std::set<std::string, 
         }
         check(out, "profiles." + name + ".", p.lease, p.retention, p.failure_retention, p.store,
               p.lease.value_or(lease), p.retention.value_or(retention), max_lease, stores);
+        for (auto& problem : p.http.problems("profiles." + name + ".http.")) out.push_back(std::move(problem));
     }
     return out;
 }
@@ -145,7 +152,7 @@ resolved_options options_source::resolve(const execution_options& call) const {
             pick(call.failure_retention, &profile_options::failure_retention, global->failure_retention),
         .store = pick(call.store, &profile_options::store, global->store),
         .profile = call.profile,
-        .http = global->http,
+        .http = profile != nullptr ? profile->http.applied_to(global->http) : global->http,
         .encryption = global->encryption,
     };
     std::vector<std::string> problems;
