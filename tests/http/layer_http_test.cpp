@@ -7,6 +7,7 @@
 #include <future>
 #include <thread>
 
+#include "../support/loopback_server.hpp"
 #include "../support/switchable_store.hpp"
 #include "idem/http/httplib.hpp"
 #include "idem/memory_store.hpp"
@@ -321,4 +322,33 @@ TEST_CASE("http: invalid layer options name every invalid field") {
         CHECK(what.find("methods is empty") != std::string::npos);
         CHECK(what.find("max_stored_body must be positive") != std::string::npos);
     }
+}
+
+TEST_CASE("http: the reconciliation route is off by default; on a store that cannot look a key up it is 501") {
+    auto store = std::make_shared<test::switchable_store>();  // a record store, and no more
+    http::idempotency_layer off(store, {}, user_scoped());
+    http::idempotency_layer on(store, {}, {.resolver = scopes::user(), .reconcile_path = "/idempotency"});
+    test::loopback_server without;
+    http::serve_reconciliation(without.server, off);  // registers nothing: no reconcile_path
+    without.start();
+    httplib::Client plain = without.client();
+    CHECK(plain.Get("/idempotency", key("k"))->status == 404);
+
+    const auto claims_of = [](const httplib::Request& req) { return claims{{"sub", req.get_header_value("X-User")}}; };
+    test::loopback_server with;
+    with.server.Post("/t",
+                     http::idempotent(on, [](const httplib::Request&, httplib::Response& res) { res.status = 201; },
+                                      {.claims_of = claims_of}));
+    http::serve_reconciliation(with.server, on, {.claims_of = claims_of});
+    with.start();
+    httplib::Client client = with.client();
+    REQUIRE(client.Post("/t", key("k"), "x", "text/plain")->status == 201);
+    const auto unsupported = client.Get("/idempotency", key("k"));
+    CHECK(unsupported->status == 501);
+    CHECK(unsupported->get_header_value("Content-Type") == "application/problem+json");
+    CHECK(unsupported->body.find("Idempotency.LookupUnsupported") != std::string::npos);
+    // Bad input is refused before the store is asked.
+    CHECK(client.Get("/idempotency", {{"X-User", "alice"}})->body.find("Idempotency.KeyMissing") != std::string::npos);
+    // The framework-neutral call answers the same.
+    CHECK(on.reconcile({.key_headers = {"k"}, .caller = {{"sub", "alice"}}}).status == 501);
 }
