@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "idem/encryption.hpp"
 #include "idem/http/fingerprint.hpp"
 #include "idem/http/key_header.hpp"
 #include "idem/http/problem.hpp"
@@ -384,11 +385,12 @@ response idempotency_layer::reconcile(const request& req) const {
 
     // By the record key's digest: another scope's record has another digest, so it is absent
     // here, never refused (a refusal would tell that the key exists).
-    auto* admin = dynamic_cast<store_admin*>(&idem::detail::executor_access::store_of(executor_, settings()));
-    if (admin == nullptr) return problem(codes::lookup_unsupported);
+    const resolved_options live = settings();
+    auto* inspector = dynamic_cast<record_inspector*>(&idem::detail::executor_access::store_of(executor_, live));
+    if (inspector == nullptr) return problem(codes::lookup_unsupported);
     std::optional<record_state> found;
     try {
-        found = admin->inspect(key.digest(), true);
+        found = inspector->inspect(key, true);
     } catch (const store_error&) {
         return with_retry_after(problem(codes::store_unavailable), options_.retry_after);
     }
@@ -400,9 +402,16 @@ response idempotency_layer::reconcile(const request& req) const {
     nlohmann::json answer{{"state", "completed"}, {"expires_in", seconds_left(*found)}};
     response stored;
     try {
-        stored = codec_->deserialize(found->payload.value_or(std::string()));
+        std::string payload = found->payload.value_or(std::string());
+        // Sealed at rest as the executor seals it: bound to the record's key hash.
+        if (encryption_keys::is_sealed(payload)) {
+            if (!live.encryption) throw payload_unreadable(payload_unreadable::reason::unknown_key, "no keys");
+            payload = live.encryption->open(payload, {reinterpret_cast<const char*>(key.digest().data()), 16});
+        }
+        stored = codec_->deserialize(payload);
     } catch (const std::exception&) {
-        // Not a stored response (another writer in the namespace): completed, with no status to tell.
+        // Not a stored response (another writer in the namespace), or sealed under a key the
+        // ring lacks: completed, with no status to tell.
         return reconciliation_answer(answer);
     }
     answer["status"] = stored.status;

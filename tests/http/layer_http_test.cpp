@@ -9,6 +9,7 @@
 
 #include "../support/loopback_server.hpp"
 #include "../support/switchable_store.hpp"
+#include "idem/encryption.hpp"
 #include "idem/http/httplib.hpp"
 #include "idem/memory_store.hpp"
 
@@ -351,4 +352,28 @@ TEST_CASE("http: the reconciliation route is off by default; on a store that can
     CHECK(client.Get("/idempotency", {{"X-User", "alice"}})->body.find("Idempotency.KeyMissing") != std::string::npos);
     // The framework-neutral call answers the same.
     CHECK(on.reconcile({.key_headers = {"k"}, .caller = {{"sub", "alice"}}}).status == 501);
+}
+
+TEST_CASE("http: the reconciliation route on the memory store, its results sealed at rest") {
+    const auto keys = std::make_shared<const encryption_keys>(encryption_keys::parse("k1:" + std::string(64, 'a')));
+    http::idempotency_layer layer(std::make_shared<memory_store>(), {.encryption = keys},
+                                  {.resolver = scopes::user(), .reconcile_path = "/idempotency"});
+    const auto claims_of = [](const httplib::Request& req) { return claims{{"sub", req.get_header_value("X-User")}}; };
+    test::loopback_server s;
+    s.server.Post("/t", http::idempotent(layer,
+                                         [](const httplib::Request&, httplib::Response& res) {
+                                             res.status = 201;
+                                             res.set_content("made", "text/plain");
+                                         },
+                                         {.claims_of = claims_of}));
+    http::serve_reconciliation(s.server, layer, {.claims_of = claims_of});
+    s.start();
+    httplib::Client client = s.client();
+    CHECK(client.Get("/idempotency", key("k"))->body == R"({"state":"absent"})");
+    REQUIRE(client.Post("/t", key("k"), "x", "text/plain")->status == 201);
+    const auto done = client.Get("/idempotency", key("k"));
+    CHECK(done->status == 200);
+    CHECK(done->body.find(R"("state":"completed")") != std::string::npos);
+    CHECK(done->body.find(R"("status":201)") != std::string::npos);  // opened with the ring
+    CHECK(client.Get("/idempotency", key("k", "bob"))->body == R"({"state":"absent"})");
 }

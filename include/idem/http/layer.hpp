@@ -202,9 +202,9 @@ public:
     // With reconcile_body, a completed answer also has "headers" (the stored,
     // allow-listed ones, as [name, value] pairs) and "body" (UTF-8 text) or
     // "body_base64url". Whatever the mode and require_key: no key 400 KeyMissing,
-    // an invalid one 400 KeyInvalid, no scope 400 ScopeRequired. A store that cannot
-    // look a key up (only the SQL stores can): 501 Idempotency.LookupUnsupported; a
-    // store that is down: 503 StoreUnavailable with Retry-After.
+    // an invalid one 400 KeyInvalid, no scope 400 ScopeRequired. A store that is no
+    // record_inspector (every built-in store is one): 501 Idempotency.LookupUnsupported;
+    // a store that is down: 503 StoreUnavailable with Retry-After.
     [[nodiscard]] response reconcile(const request& req) const;
 
     // Whether the database form commits what the endpoint wrote for this response.
