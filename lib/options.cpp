@@ -52,6 +52,12 @@ bool is_token(std::string_view name) {
 
 }  // namespace
 
+std::vector<std::string> http_overrides::problems(const std::string& where) const {
+    std::vector<std::string> out;
+    if (header_name && !is_token(*header_name)) out.push_back(where + "header_name must be a non-empty HTTP token");
+    return out;
+}
+
 std::vector<std::string> executor_options::problems(const std::set<std::string, std::less<>>* stores) const {
     std::vector<std::string> out;
     if (max_lease <= duration::zero()) out.emplace_back("max_lease must be positive");
@@ -75,6 +81,7 @@ std::vector<std::string> executor_options::problems(const std::set<std::string, 
                 out.push_back(field + " (" + format_duration(*p.remember) + ") must be longer than retention (" +
                               format_duration(kept) + ")");
         }
+        for (auto& problem : p.http.problems("profiles." + name + ".http.")) out.push_back(std::move(problem));
     }
     return out;
 }
@@ -156,7 +163,7 @@ resolved_options options_source::resolve(const execution_options& call) const {
             pick(call.failure_retention, &profile_options::failure_retention, global->failure_retention),
         .store = pick(call.store, &profile_options::store, global->store),
         .profile = call.profile,
-        .http = global->http,
+        .http = profile != nullptr ? profile->http.applied_to(global->http) : global->http,
         .encryption = global->encryption,
         .remember = profile != nullptr ? profile->remember.value_or(duration::zero()) : duration::zero(),
     };

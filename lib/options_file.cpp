@@ -44,7 +44,7 @@ public:
             else if (name == "profiles")
                 read_profiles(value, o.profiles);
             else if (name == "http")
-                read_http(value, o.http);
+                o.http = read_http(value, name).applied_to(o.http);
             else if (name == "encryption_keys_file")
                 read_keys_file(value, name, o.encryption);
             else
@@ -65,12 +65,15 @@ private:
         }
     }
 
-    void read_http(const json& value, http_settings& http) {
-        if (!expect_object(value, "http")) return;
+    // An "http" object, at the top level or in a profile (`where` names it).
+    http_overrides read_http(const json& value, const std::string& where) {
+        http_overrides http;
+        if (!expect_object(value, where)) return http;
         for (const auto& [name, field] : value.items()) {
-            const std::string path = "http." + name;
+            const std::string path = where + "." + name;
             if (name == "header_name") {
-                read_string(field, path, http.header_name);
+                std::string text;
+                if (read_string(field, path, text)) http.header_name = std::move(text);
             } else if (name == "require_key") {
                 if (field.is_boolean())
                     http.require_key = field.get<bool>();
@@ -89,6 +92,7 @@ private:
                 unknown(path);
             }
         }
+        return http;
     }
 
     void read_profiles(const json& value, std::map<std::string, profile_options, std::less<>>& profiles) {
@@ -111,6 +115,8 @@ private:
                     read_duration(field, path, p.remember.emplace());
                 else if (name == "store")
                     read_string(field, path, p.store.emplace());
+                else if (name == "http")
+                    p.http = read_http(field, path);
                 else
                     unknown(path);
             }

@@ -226,6 +226,12 @@ struct executor_access {
         return exec.run_typed(&uow, key, fingerprint, options, operation, codec, std::move(stop), owned);
     }
     static void settle(executor& exec, owned_run& owned) noexcept { exec.settle(owned); }
+    // The store calls resolved to `settings` use (the HTTP layer's reconciliation reads it).
+    static record_store& store_of(const executor& exec, const resolved_options& settings) {
+        const auto it = exec.stores_.find(settings.store);
+        if (it == exec.stores_.end()) throw options_error({"store: no store named '" + settings.store + "'"});
+        return *it->second;
+    }
 };
 
 }  // namespace detail

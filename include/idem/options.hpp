@@ -8,6 +8,7 @@
 //   o.mode = idem::mode::observe;
 //   o.profiles["payments"] = {.mode = idem::mode::enforce, .retention = std::chrono::days(7),
 //                             .remember = std::chrono::days(90)};  // a late retry: expired, never a rerun
+//   o.profiles["webhooks"].http = {.require_key = true};  // HTTP settings per profile too
 //   auto source = std::make_shared<idem::options_source>(o);
 //   source->replace(reloaded);  // invalid: every call throws options_error until fixed
 //
@@ -37,21 +38,6 @@ namespace idem {
 
 class encryption_keys;  // idem/encryption.hpp
 
-// Fields have default initializers so designated initializers stay warning-free.
-struct IDEM_API profile_options {
-    std::optional<idem::mode> mode = {};
-    std::optional<duration> lease = {};
-    std::optional<duration> retention = {};
-    std::optional<duration> failure_retention = {};
-    std::optional<std::string> store = {};  // a store registered on the executor under this name
-    // The remembered window: how long after a result is stored its key stays
-    // known, longer than `retention`. Once the result is gone (retention over,
-    // purged), a retry inside the window is answered execution_status::expired
-    // instead of running again; after it, the key runs anew. Unset: forgotten
-    // with the result. Needs a store whose traits say `remembers`.
-    std::optional<duration> remember = {};
-};
-
 // What an HTTP key is not enough for: an unidentified caller (no scope resolves).
 enum class unscoped_behavior {
     reject,  // 400 Idempotency.ScopeRequired
@@ -65,6 +51,43 @@ struct IDEM_API http_settings {
     unscoped_behavior unscoped = unscoped_behavior::reject;
 };
 
+// HTTP settings of one profile (profile_options::http) or one layer
+// (http::layer_options::http); an unset field is executor_options::http's. So two
+// layers on one executor can differ:
+//
+//   o.profiles["webhooks"].http = {.require_key = true, .unscoped = idem::unscoped_behavior::bypass};
+struct IDEM_API http_overrides {
+    std::optional<std::string> header_name = {};
+    std::optional<bool> require_key = {};
+    std::optional<unscoped_behavior> unscoped = {};
+
+    // `base` with the fields set here.
+    [[nodiscard]] http_settings applied_to(http_settings base) const {
+        if (header_name) base.header_name = *header_name;
+        if (require_key) base.require_key = *require_key;
+        if (unscoped) base.unscoped = *unscoped;
+        return base;
+    }
+    // Every invalid field, its name prefixed by `where` ("profiles.api.http."); empty when valid.
+    [[nodiscard]] std::vector<std::string> problems(const std::string& where) const;
+};
+
+// Fields have default initializers so designated initializers stay warning-free.
+struct IDEM_API profile_options {
+    std::optional<idem::mode> mode = {};
+    std::optional<duration> lease = {};
+    std::optional<duration> retention = {};
+    std::optional<duration> failure_retention = {};
+    std::optional<std::string> store = {};  // a store registered on the executor under this name
+    http_overrides http = {};               // over executor_options::http, for layers on this profile
+    // The remembered window: how long after a result is stored its key stays
+    // known, longer than `retention`. Once the result is gone (retention over,
+    // purged), a retry inside the window is answered execution_status::expired
+    // instead of running again; after it, the key runs anew. Unset: forgotten
+    // with the result. Needs a store whose traits say `remembers`.
+    std::optional<duration> remember = {};
+};
+
 struct IDEM_API executor_options {
     idem::mode mode = mode::enforce;
     // How long a key stays in flight when nobody settles it (crash, exception).
@@ -75,7 +98,7 @@ struct IDEM_API executor_options {
     duration failure_retention = std::chrono::minutes(10);  // results classified store_as_failure
     std::string store = {};                                 // "" is the default store
     std::map<std::string, profile_options, std::less<>> profiles = {};
-    http_settings http = {};
+    http_settings http = {};  // each profile's `http` (and each layer's) may override fields
     // Seals every result stored from now on (idem/encryption.hpp); null: stored as the codec wrote it.
     std::shared_ptr<const encryption_keys> encryption = nullptr;
 

@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "idem/encryption.hpp"
 #include "idem/http/fingerprint.hpp"
 #include "idem/http/key_header.hpp"
 #include "idem/http/problem.hpp"
 #include "idem/http/response_codec.hpp"
+#include "idem/store_admin.hpp"
+#include "internal/crypto.hpp"
 #include "internal/decision_outcome.hpp"
+#include "internal/text.hpp"
 
 namespace idem::http {
 namespace {
@@ -23,6 +27,9 @@ std::vector<std::string> fixed_problems(const layer_options& o) {
     } catch (const std::invalid_argument&) {
         problems.emplace_back("name_space must be non-empty UTF-8 of at most 256 bytes");
     }
+    for (auto& p : o.http.problems("http.")) problems.push_back(std::move(p));
+    if (!o.reconcile_path.empty() && o.reconcile_path.front() != '/')
+        problems.emplace_back("reconcile_path must be empty or start with /");
     return problems;
 }
 
@@ -110,7 +117,9 @@ idempotency_layer::idempotency_layer(std::unique_ptr<executor> owned, layer_opti
 idempotency_layer::~idempotency_layer() = default;
 
 resolved_options idempotency_layer::settings() const {
-    return source().resolve({.profile = options_.profile});
+    resolved_options live = source().resolve({.profile = options_.profile});
+    live.http = options_.http.applied_to(std::move(live.http));
+    return live;
 }
 
 admission idempotency_layer::admit(const request& req) const {
@@ -345,6 +354,79 @@ response idempotency_layer::handle_steps(const request& req, const admission& a,
                                       about_it});
         return in_progress(*s);
     }
+}
+
+}  // namespace idem::http
+
+namespace idem::http {
+namespace {
+
+// What a reconciliation answer says: JSON, never cached (the record changes under it).
+response reconciliation_answer(const nlohmann::json& body) {
+    response r;
+    r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    r.set_header("Content-Type", "application/json");
+    r.set_header("Cache-Control", "no-store");
+    return r;
+}
+
+long long seconds_left(const record_state& s) {
+    return std::chrono::ceil<std::chrono::seconds>(s.expires_at - s.now).count();
+}
+
+}  // namespace
+
+response idempotency_layer::reconcile(const request& req) const {
+    // The key and scope as admit() finds them; there is no run without idempotency to fall back to.
+    const parsed_key parsed = parse_key_header(req.key_headers);
+    if (parsed.state == key_state::missing) return problem(codes::key_missing);
+    if (parsed.state == key_state::invalid) return problem(codes::key_invalid);
+    std::optional<scope> owner = options_.resolver ? options_.resolver(req.caller) : scope::global();
+    if (!owner) return problem(codes::scope_required);
+    const record_key key(options_.name_space, std::move(*owner), parsed.key);
+
+    // By the record key's digest: another scope's record has another digest, so it is absent
+    // here, never refused (a refusal would tell that the key exists).
+    const resolved_options live = settings();
+    auto* inspector = dynamic_cast<record_inspector*>(&idem::detail::executor_access::store_of(executor_, live));
+    if (inspector == nullptr) return problem(codes::lookup_unsupported);
+    std::optional<record_state> found;
+    try {
+        found = inspector->inspect(key, true);
+    } catch (const store_error&) {
+        return with_retry_after(problem(codes::store_unavailable), options_.retry_after);
+    }
+    if (!found || found->expired()) return reconciliation_answer({{"state", "absent"}});
+    if (!found->completed) {
+        return with_retry_after(reconciliation_answer({{"state", "in_flight"}, {"expires_in", seconds_left(*found)}}),
+                                options_.retry_after);
+    }
+    nlohmann::json answer{{"state", "completed"}, {"expires_in", seconds_left(*found)}};
+    response stored;
+    try {
+        std::string payload = found->payload.value_or(std::string());
+        // Sealed at rest as the executor seals it: bound to the record's key hash.
+        if (encryption_keys::is_sealed(payload)) {
+            if (!live.encryption) throw payload_unreadable(payload_unreadable::reason::unknown_key, "no keys");
+            payload = live.encryption->open(payload, {reinterpret_cast<const char*>(key.digest().data()), 16});
+        }
+        stored = codec_->deserialize(payload);
+    } catch (const std::exception&) {
+        // Not a stored response (another writer in the namespace), or sealed under a key the
+        // ring lacks: completed, with no status to tell.
+        return reconciliation_answer(answer);
+    }
+    answer["status"] = stored.status;
+    if (options_.reconcile_body) {
+        nlohmann::json headers = nlohmann::json::array();
+        for (const auto& [name, value] : stored.headers) headers.push_back({name, value});
+        answer["headers"] = std::move(headers);
+        if (idem::detail::is_valid_utf8(stored.body))
+            answer["body"] = stored.body;
+        else
+            answer["body_base64url"] = idem::detail::base64url(std::as_bytes(std::span(stored.body)));
+    }
+    return reconciliation_answer(answer);
 }
 
 }  // namespace idem::http

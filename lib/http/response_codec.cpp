@@ -117,7 +117,7 @@ bool response_codec::storable(const response& r) const {
 classification response_codec::classify(const response& r) const {
     if (!storable(r)) return classification::release;
     if (r.status == 503 || r.status == 504) return classification::keep_in_flight;
-    if (r.status >= 500) return classification::store_as_failure;
+    if (r.status >= 500) return release_server_errors_ ? classification::release : classification::store_as_failure;
     if (r.status == 408 || r.status == 409 || r.status == 425 || r.status == 429) return classification::release;
     return classification::store;
 }

@@ -50,6 +50,24 @@ std::vector<form_part> parts_of(const httplib::Request& req) {
     return parts;
 }
 
+// The key header's values, one per field line (duplicates are the layer's to refuse).
+std::vector<std::string> key_values(const httplib::Request& req, const std::string& header) {
+    std::vector<std::string> values;
+    for (std::size_t i = 0, n = req.get_header_value_count(header); i < n; ++i)
+        values.push_back(req.get_header_value(header, i));
+    return values;
+}
+
+// cpp-httplib routes by regular expression: a path matched as written.
+std::string exactly(std::string_view path) {
+    std::string pattern;
+    for (char c : path) {
+        if (std::string_view(R"(\^$.|?*+()[]{})").find(c) != std::string_view::npos) pattern += '\\';
+        pattern += c;
+    }
+    return pattern;
+}
+
 }  // namespace
 
 namespace detail {
@@ -59,10 +77,7 @@ httplib_handler adapt(idempotency_layer& layer, layer_call call, httplib_endpoin
                const httplib::Request& req, httplib::Response& res) {
         if (holds_nul(req)) return write(problem(codes::header_invalid), res);
         const resolved_options live = layer.settings();
-        const std::string& header = live.http.header_name;
-        std::vector<std::string> values;
-        for (std::size_t i = 0, n = req.get_header_value_count(header); i < n; ++i)
-            values.push_back(req.get_header_value(header, i));
+        const std::vector<std::string> values = key_values(req, live.http.header_name);
         const std::vector<std::string_view> views(values.begin(), values.end());
 
         auto run = [&](unit_of_work* uow) {
@@ -99,6 +114,23 @@ httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler, ht
             handler(req, res);
         },
         std::move(options));
+}
+
+void serve_reconciliation(httplib::Server& server, idempotency_layer& layer, httplib_options options) {
+    const std::string& path = layer.options().reconcile_path;
+    if (path.empty()) return;
+    server.Get(
+        exactly(path), [&layer, options = std::move(options)](const httplib::Request& req, httplib::Response& res) {
+            if (holds_nul(req)) return write(problem(codes::header_invalid), res);
+            const std::vector<std::string> values = key_values(req, layer.settings().http.header_name);
+            write(layer.reconcile(
+                      {.method = req.method,
+                       .target = req.target,
+                       .key_headers = std::vector<std::string_view>(values.begin(), values.end()),
+                       .caller = options.claims_of ? options.claims_of(req) : claims{},
+                       .route = options.route.empty() ? std::string_view(req.path) : std::string_view(options.route)}),
+                  res);
+        });
 }
 
 void protect(httplib::Server& server, std::shared_ptr<telemetry_sink> telemetry) {

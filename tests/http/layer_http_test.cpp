@@ -7,7 +7,9 @@
 #include <future>
 #include <thread>
 
+#include "../support/loopback_server.hpp"
 #include "../support/switchable_store.hpp"
+#include "idem/encryption.hpp"
 #include "idem/http/httplib.hpp"
 #include "idem/memory_store.hpp"
 
@@ -346,4 +348,57 @@ TEST_CASE(
     s.clock->advance(std::chrono::hours(24 * 30));  // the window ended: the key runs anew
     CHECK(s.post("/transfers", "amount=10", key("k-late"))->status == 201);
     CHECK(s.runs == 2);
+}
+
+TEST_CASE("http: the reconciliation route is off by default; on a store that cannot look a key up it is 501") {
+    auto store = std::make_shared<test::switchable_store>();  // a record store, and no more
+    http::idempotency_layer off(store, {}, user_scoped());
+    http::idempotency_layer on(store, {}, {.resolver = scopes::user(), .reconcile_path = "/idempotency"});
+    test::loopback_server without;
+    http::serve_reconciliation(without.server, off);  // registers nothing: no reconcile_path
+    without.start();
+    httplib::Client plain = without.client();
+    CHECK(plain.Get("/idempotency", key("k"))->status == 404);
+
+    const auto claims_of = [](const httplib::Request& req) { return claims{{"sub", req.get_header_value("X-User")}}; };
+    test::loopback_server with;
+    with.server.Post("/t",
+                     http::idempotent(on, [](const httplib::Request&, httplib::Response& res) { res.status = 201; },
+                                      {.claims_of = claims_of}));
+    http::serve_reconciliation(with.server, on, {.claims_of = claims_of});
+    with.start();
+    httplib::Client client = with.client();
+    REQUIRE(client.Post("/t", key("k"), "x", "text/plain")->status == 201);
+    const auto unsupported = client.Get("/idempotency", key("k"));
+    CHECK(unsupported->status == 501);
+    CHECK(unsupported->get_header_value("Content-Type") == "application/problem+json");
+    CHECK(unsupported->body.find("Idempotency.LookupUnsupported") != std::string::npos);
+    // Bad input is refused before the store is asked.
+    CHECK(client.Get("/idempotency", {{"X-User", "alice"}})->body.find("Idempotency.KeyMissing") != std::string::npos);
+    // The framework-neutral call answers the same.
+    CHECK(on.reconcile({.key_headers = {"k"}, .caller = {{"sub", "alice"}}}).status == 501);
+}
+
+TEST_CASE("http: the reconciliation route on the memory store, its results sealed at rest") {
+    const auto keys = std::make_shared<const encryption_keys>(encryption_keys::parse("k1:" + std::string(64, 'a')));
+    http::idempotency_layer layer(std::make_shared<memory_store>(), {.encryption = keys},
+                                  {.resolver = scopes::user(), .reconcile_path = "/idempotency"});
+    const auto claims_of = [](const httplib::Request& req) { return claims{{"sub", req.get_header_value("X-User")}}; };
+    test::loopback_server s;
+    s.server.Post("/t", http::idempotent(layer,
+                                         [](const httplib::Request&, httplib::Response& res) {
+                                             res.status = 201;
+                                             res.set_content("made", "text/plain");
+                                         },
+                                         {.claims_of = claims_of}));
+    http::serve_reconciliation(s.server, layer, {.claims_of = claims_of});
+    s.start();
+    httplib::Client client = s.client();
+    CHECK(client.Get("/idempotency", key("k"))->body == R"({"state":"absent"})");
+    REQUIRE(client.Post("/t", key("k"), "x", "text/plain")->status == 201);
+    const auto done = client.Get("/idempotency", key("k"));
+    CHECK(done->status == 200);
+    CHECK(done->body.find(R"("state":"completed")") != std::string::npos);
+    CHECK(done->body.find(R"("status":201)") != std::string::npos);  // opened with the ring
+    CHECK(client.Get("/idempotency", key("k", "bob"))->body == R"({"state":"absent"})");
 }

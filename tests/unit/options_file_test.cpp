@@ -106,6 +106,29 @@ TEST_CASE("options file: every field of the options and of a profile is read") {
     CHECK(o.http.unscoped == idem::unscoped_behavior::bypass);
 }
 
+TEST_CASE("options file: a profile's http fields override the global ones for that profile alone") {
+    const auto source = std::make_shared<options_source>(executor_options_from_json(R"({
+      "http": {"header_name": "X-Request-Key", "require_key": true},
+      "profiles": {"webhooks": {"http": {"require_key": false, "unscoped": "bypass"}},
+                   "strict": {"mode": "enforce"}}
+    })"));
+    const executor_options o = *source->current();
+    CHECK(o.profiles.at("webhooks").http.require_key == false);
+    CHECK(o.profiles.at("webhooks").http.unscoped == idem::unscoped_behavior::bypass);
+    CHECK_FALSE(o.profiles.at("webhooks").http.header_name.has_value());
+    CHECK_FALSE(o.profiles.at("strict").http.require_key.has_value());
+    const http_settings webhooks = source->resolve({.profile = "webhooks"}).http;
+    CHECK(webhooks.header_name == "X-Request-Key");  // left to the global one
+    CHECK_FALSE(webhooks.require_key);
+    CHECK(webhooks.unscoped == idem::unscoped_behavior::bypass);
+    for (const std::string profile : {"", "strict"}) {
+        const http_settings global = source->resolve({.profile = profile}).http;
+        CHECK(global.header_name == "X-Request-Key");
+        CHECK(global.require_key);
+        CHECK(global.unscoped == idem::unscoped_behavior::reject);
+    }
+}
+
 TEST_CASE("options file: an empty object gives the defaults; every unit is understood") {
     const executor_options defaults;
     const executor_options o = executor_options_from_json("{}");
@@ -158,6 +181,13 @@ TEST_CASE("options file: each invalid field is named, one at a time") {
         {R"({"http": {"require_key": "yes"}})", "http.require_key must be true or false"},
         {R"({"http": {"unscoped": "allow"}})", "http.unscoped: unknown behaviour \"allow\""},
         {R"({"http": {"header": "K"}})", "http.header: unknown field"},
+        {R"({"http": {"header_name": 7}})", "http.header_name must be a string"},
+        {R"({"profiles": {"p": {"http": []}}})", "profiles.p.http must be a JSON object"},
+        {R"({"profiles": {"p": {"http": {"require_key": 1}}}})", "profiles.p.http.require_key must be true or false"},
+        {R"({"profiles": {"p": {"http": {"unscoped": "skip"}}}})", "profiles.p.http.unscoped: unknown behaviour"},
+        {R"({"profiles": {"p": {"http": {"header_name": "Bad Key"}}}})",
+         "profiles.p.http.header_name must be a non-empty HTTP token"},
+        {R"({"profiles": {"p": {"http": {"replayed": []}}}})", "profiles.p.http.replayed: unknown field"},
         {R"([1, 2])", "the document must be a JSON object"},
         {R"({"mode": "observe",})", "not valid JSON (at byte"},
     };

@@ -11,7 +11,8 @@
 //   idem::http::bind_with_backlog(server, "0.0.0.0", 8080);  // TCP_NODELAY on, room for bursts
 //   server.listen_after_bind();
 //
-// Lease mode (idempotent(layer, handler)) and the adapter's options: docs/http.md.
+// Lease mode (idempotent(layer, handler)), the reconciliation route
+// (serve_reconciliation) and the adapter's options: docs/http.md.
 #pragma once
 
 #include <functional>
@@ -91,6 +92,15 @@ using layer_call = std::function<response(idempotency_layer&, const request&, co
 // (streamed) is sent but not stored, and its key released.
 [[nodiscard]] IDEM_API httplib_handler idempotent(idempotency_layer& layer, httplib_handler handler,
                                                   httplib_options options = {});
+
+// The reconciliation route: GET on layer.options().reconcile_path, answered by
+// layer.reconcile() (see there), the key read from the layer's key header and the
+// caller from options.claims_of, as the layer's POST routes read them. Registers
+// nothing while the path is empty (the default):
+//
+//   idem::http::serve_reconciliation(server, layer, {.claims_of = verify_token});
+//   // GET /idempotency with Idempotency-Key: k-1  ->  {"state":"completed","status":201,...}
+IDEM_API void serve_reconciliation(httplib::Server& server, idempotency_layer& layer, httplib_options options = {});
 
 // Makes `server` safe for hostile input; takes its exception and pre-routing handlers:
 // - an exception from any handler is answered 500 problem+json (Server.InternalError)

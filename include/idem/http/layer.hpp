@@ -8,6 +8,11 @@
 //   });
 //
 // Lease mode (layer.handle(req, endpoint)), answers and live options: docs/http.md.
+// What became of a key, for the caller's own scope (the reconciliation route, off
+// by default; the request a GET on reconcile_path):
+//
+//   idem::http::idempotency_layer layer{db.executor(), {.resolver = idem::scopes::user(), .reconcile_path = "/idem"}};
+//   idem::http::response state = layer.reconcile(req);  // {"state":"completed","status":201,"expires_in":86399}
 #pragma once
 
 #include <chrono>
@@ -36,7 +41,8 @@ class response_codec;
 // The layer's own settings, fixed for its life. What a request reads live is in the
 // executor's options (one schema for executor, inbox and layer), resolved through
 // `profile`: mode, lease, retention, failure_retention (a 5xx after the endpoint
-// ran) and executor_options::http (header_name, require_key, unscoped).
+// ran) and the HTTP settings (header_name, require_key, unscoped): executor_options::http,
+// under the profile's own http fields, under this layer's `http`.
 struct IDEM_API layer_options {
     std::set<std::string, std::less<>> methods = {"POST", "PATCH"};
     // Who owns a key. Null: every caller shares one key space (scope::global()).
@@ -52,6 +58,19 @@ struct IDEM_API layer_options {
     std::vector<std::string> replayed_headers = {
         "Content-Type", "Content-Language", "Content-Location", "Location", "ETag", "Last-Modified",
         "Link",         "Cache-Control"};
+    // HTTP settings of this layer alone, over its profile's and the executor's (which
+    // stay live for the fields left unset): two layers on one executor can differ.
+    http_overrides http = {};
+    // Lease mode: a 5xx the endpoint answered (503 and 504 aside, whose effects are
+    // unknown) frees the key instead of being kept for failure_retention, so a retry
+    // runs the endpoint again. For endpoints whose 5xx means nothing was done.
+    bool release_server_errors = false;
+    // The reconciliation route, GET on this path ("/idempotency"; empty: none): what
+    // became of the key in the request's key header, for the caller's own scope
+    // (reconcile()). serve_reconciliation (idem/http/httplib.hpp) registers it.
+    std::string reconcile_path = {};
+    // Whether its answer carries a completed record's stored headers and body too.
+    bool reconcile_body = false;
 };
 
 // What the layer decided before running anything.
@@ -170,6 +189,23 @@ public:
     // What handle() admits for a request: the key and fingerprint, a 400 to send
     // instead, or neither (run without idempotency).
     [[nodiscard]] admission admit(const request& req) const;
+
+    // The reconciliation route's answer: what became of the key in the request's key
+    // header, in the namespace and scope a POST from the same caller would use
+    // (`req.key_headers`, `req.caller`; nothing else of the request is read). 200
+    // application/json, Cache-Control: no-store:
+    //   {"state":"absent"}                          no live record (or another scope's)
+    //   {"state":"in_flight","expires_in":41}       a run holds it; seconds to the lease's end
+    //   {"state":"completed","status":201,"expires_in":86399}
+    //                                               a retry of the request gets this status
+    //                                               replayed, until the record expires
+    // With reconcile_body, a completed answer also has "headers" (the stored,
+    // allow-listed ones, as [name, value] pairs) and "body" (UTF-8 text) or
+    // "body_base64url". Whatever the mode and require_key: no key 400 KeyMissing,
+    // an invalid one 400 KeyInvalid, no scope 400 ScopeRequired. A store that is no
+    // record_inspector (every built-in store is one): 501 Idempotency.LookupUnsupported;
+    // a store that is down: 503 StoreUnavailable with Retry-After.
+    [[nodiscard]] response reconcile(const request& req) const;
 
     // Whether the database form commits what the endpoint wrote for this response.
     [[nodiscard]] static bool commits(const response& r) noexcept { return r.status < 400; }

@@ -46,6 +46,9 @@ inline constexpr problem_code in_doubt{503, "Idempotency.InDoubt",
 // the endpoint's writes were rolled back rather than committed without a record.
 inline constexpr problem_code response_not_stored{500, "Idempotency.ResponseNotStored",
                                                   "The response could not be recorded; nothing was done"};
+// The reconciliation route on a record store that cannot look a key up.
+inline constexpr problem_code lookup_unsupported{501, "Idempotency.LookupUnsupported",
+                                                 "This service's idempotency records cannot be looked up"};
 // RFC 9110 section 5.5: a field value holding NUL is malformed (and C strings would cut it).
 inline constexpr problem_code header_invalid{400, "Request.HeaderInvalid", "A header field value holds a NUL byte"};
 // An exception escaped a handler; what it said is logged under the correlation id, never sent.

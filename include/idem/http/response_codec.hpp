@@ -19,7 +19,9 @@ namespace idem::http {
 class IDEM_API response_codec final : public result_codec<response> {
 public:
     explicit response_codec(const layer_options& options)
-        : replayed_headers_(options.replayed_headers), max_stored_body_(options.max_stored_body) {}
+        : replayed_headers_(options.replayed_headers),
+          max_stored_body_(options.max_stored_body),
+          release_server_errors_(options.release_server_errors) {}
 
     // Status, the allow-listed headers (never Set-Cookie) and the exact body bytes.
     // std::invalid_argument for what the stored form cannot hold: a status outside
@@ -31,13 +33,15 @@ public:
     // and nothing serialize refuses.
     [[nodiscard]] bool storable(const response& r) const;
     // Not storable: release.
-    // 503/504: keep in flight. Other 5xx: store as failure.
+    // 503/504: keep in flight. Other 5xx: store as failure (release, with the
+    // layer's release_server_errors).
     // 408, 409, 425, 429 (not final): release. Everything else: store.
     [[nodiscard]] classification classify(const response& r) const override;
 
 private:
     std::vector<std::string> replayed_headers_;
     std::size_t max_stored_body_;
+    bool release_server_errors_;
 };
 
 }  // namespace idem::http
