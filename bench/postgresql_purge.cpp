@@ -52,11 +52,16 @@ public:
     std::vector<double> batch_ms;
 
     std::vector<std::string> migrate() override { return inner_.migrate(); }
+    using store_admin::inspect;
     std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) override {
         return inner_.inspect(digest, with_payload);
     }
     std::vector<listed_record> recent(std::string_view name_space, std::size_t limit) override {
         return inner_.recent(name_space, limit);
+    }
+    std::vector<listed_record> completed_since(std::string_view name_space, time_point since,
+                                               std::size_t limit) override {
+        return inner_.completed_since(name_space, since, limit);
     }
     forget_result forget(std::span<const std::byte> digest, bool force) override {
         return inner_.forget(digest, force);
