@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
-#include <thread>
+
+#include "internal/batch_rest.hpp"
 
 namespace idem {
 
@@ -36,11 +37,7 @@ purge_result purge_batches(const std::function<std::size_t(std::size_t, duration
             r.stopped_at_max_rows = true;
             break;
         }
-        // Busy handlers poll rather than queue: rest as long as the batch held the
-        // write lock, so that writers waiting for it get it in between.
-        if (options.rest_between_batches)
-            std::this_thread::sleep_for(std::clamp<steady::duration>(
-                steady::now() - batch_start, std::chrono::milliseconds(1), std::chrono::milliseconds(100)));
+        if (options.rest_between_batches) detail::rest_after_batch(batch_start);
     }
     r.elapsed = steady::now() - start;
     return r;

@@ -75,6 +75,8 @@ public:
     // One statement: DELETE of rows picked FOR UPDATE SKIP LOCKED, so concurrent
     // purges never wait for each other and never delete a row twice.
     std::size_t purge_batch(std::size_t limit, duration older_than) override;
+    rewrite_progress rewrite_payloads(const std::optional<std::array<std::byte, 16>>& after, std::size_t limit,
+                                      const payload_rewrite& rewrite) override;
 
     [[nodiscard]] store_traits traits() const noexcept override {
         store_traits t = transactional_record_store::traits();

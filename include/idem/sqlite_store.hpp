@@ -71,6 +71,8 @@ public:
     [[nodiscard]] forget_result forget(std::span<const std::byte> digest, bool force) override;
     [[nodiscard]] std::size_t count_expired(duration older_than) override;
     std::size_t purge_batch(std::size_t limit, duration older_than) override;
+    rewrite_progress rewrite_payloads(const std::optional<std::array<std::byte, 16>>& after, std::size_t limit,
+                                      const payload_rewrite& rewrite) override;
 
     [[nodiscard]] const std::string& path() const noexcept;
 

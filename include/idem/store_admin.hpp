@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -67,6 +68,23 @@ struct IDEM_API forget_result {
     // tombstone_deleted, record.expires_at is when it would have been forgotten.
     bool tombstone = false;
 };
+
+// A completed record's stored payload, as rewrite_payloads hands it over.
+struct IDEM_API stored_payload {
+    std::array<std::byte, 16> key_hash{};  // the digest's first 16 bytes: the row's primary key
+    std::string_view payload;
+};
+
+// What one batch of rewrite_payloads did.
+struct IDEM_API rewrite_progress {
+    std::size_t read = 0;       // completed records read
+    std::size_t rewritten = 0;  // whose payload was replaced
+    // The key hash the next batch starts after; nullopt once every record was read.
+    std::optional<std::array<std::byte, 16>> next;
+};
+
+// Given a completed record's payload, the payload to store instead, or nullopt to keep it.
+using payload_rewrite = std::function<std::optional<std::string>(const stored_payload&)>;
 
 // recent() and completed_since() list at most this many records.
 inline constexpr std::size_t max_recent_records = 1000;
@@ -140,6 +158,18 @@ public:
     // Tombstones whose window ended (at least `older_than` ago) count as rows:
     // records first, then tombstones, `limit` in all.
     virtual std::size_t purge_batch(std::size_t limit, duration older_than) = 0;
+
+    // One batch of a walk over every completed record's payload, in key-hash
+    // order (idem::reseal drives it): reads up to `limit` completed records whose
+    // key hash follows `after` (nullopt: from the first), expired ones too, and
+    // stores the payload `rewrite` returns for each, all in one short
+    // transaction. A payload changed between the read and the write (the key
+    // expired and ran again) is left as the new run wrote it. When `rewrite`
+    // throws, nothing of the batch is written. std::invalid_argument for a zero
+    // limit; store_error(unsupported) from a store that does not implement it
+    // (the built-in SQL stores do).
+    virtual rewrite_progress rewrite_payloads(const std::optional<std::array<std::byte, 16>>& after, std::size_t limit,
+                                              const payload_rewrite& rewrite);
 };
 
 }  // namespace idem

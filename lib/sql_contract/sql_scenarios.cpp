@@ -12,6 +12,7 @@
 #include <array>
 #include <chrono>
 #include <future>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -412,6 +413,64 @@ TEST_SUITE("store_admin") {
         CHECK_THROWS_AS((void)admin.completed_since("", since, 10), std::invalid_argument);
         CHECK_THROWS_AS((void)admin.completed_since("caf\xC3", since, 10), std::invalid_argument);
         CHECK(f.records() == 8);
+    }
+
+    // store_admin::rewrite_payloads: every completed record once, in key-hash
+    // order, batch by batch; in flight ones never; a replacement lands (a replay
+    // returns it), nullopt keeps the payload; a throw leaves its batch as it was.
+    TEST_CASE("sql contract: store_admin::rewrite_payloads walks every completed record once, in key-hash order") {
+        fixture f;
+        store_admin& admin = f.admin();
+        std::vector<record_key> keys;
+        for (int i = 0; i < 7; ++i) {
+            keys.emplace_back("rewrite", "k-" + std::to_string(i));
+            const auto r = f.store.try_reserve(keys.back(), "fp", 1h);
+            REQUIRE(r.status == reservation_status::reserved);
+            if (i != 3) REQUIRE(f.store.complete(keys.back(), r.token, "fp", "payload " + std::to_string(i), 1h));
+        }
+        // A rewrite that throws at its batch's fourth record: nothing of the batch changes.
+        int calls = 0;
+        CHECK_THROWS_AS((void)admin.rewrite_payloads(std::nullopt, 4,
+                                                     [&](const stored_payload&) -> std::optional<std::string> {
+                                                         if (++calls == 4) throw std::runtime_error("no");
+                                                         return "changed";
+                                                     }),
+                        std::runtime_error);
+        CHECK(calls == 4);
+        std::vector<std::array<std::byte, 16>> seen;
+        std::optional<std::array<std::byte, 16>> after;
+        std::size_t batches = 0, rewritten = 0;
+        do {
+            const rewrite_progress batch =
+                admin.rewrite_payloads(after, 4, [&](const stored_payload& p) -> std::optional<std::string> {
+                    seen.push_back(p.key_hash);
+                    if (p.payload == "payload 2") return std::nullopt;  // kept as it is
+                    return "rewritten " + std::string(p.payload);
+                });
+            ++batches;
+            rewritten += batch.rewritten;
+            CHECK(batch.read <= 4);
+            after = batch.next;
+        } while (after);
+        CHECK(batches == 2);
+        CHECK(seen.size() == 6);  // k-3 is in flight
+        CHECK(std::is_sorted(seen.begin(), seen.end()));
+        CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+        CHECK(rewritten == 5);
+        for (int i = 0; i < 7; ++i) {
+            CAPTURE(i);
+            const auto r = f.store.try_reserve(keys[static_cast<std::size_t>(i)], "fp", 1h);
+            if (i == 3) {
+                CHECK(r.status == reservation_status::in_flight);
+            } else {
+                REQUIRE(r.status == reservation_status::completed);
+                CHECK(r.payload == (i == 2 ? "payload 2" : "rewritten payload " + std::to_string(i)));
+            }
+        }
+        CHECK_THROWS_AS(
+            (void)admin.rewrite_payloads(std::nullopt, 0, [](const stored_payload&) { return std::nullopt; }),
+            std::invalid_argument);
+        CHECK(f.records() == 7);
     }
 
 }  // TEST_SUITE("store_admin")

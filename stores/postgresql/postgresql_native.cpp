@@ -3,7 +3,9 @@
 #include <poll.h>
 #include <soci/postgresql/soci-postgresql.h>
 #include <soci/session.h>
+#include <algorithm>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -269,6 +271,10 @@ void pipeline::prepare(const std::string& name, const statement_text& text, bool
     if (PQsendPrepare(conn_, name.c_str(), text.sql, static_cast<int>(text.parameter_types.size()),
                       text.parameter_types.data()) != 1)
         fail_to_send(text.what);
+}
+
+bool pipeline::preparing(const bool* prepared) const noexcept {
+    return std::any_of(items_.begin(), items_.end(), [&](const item& i) { return i.prepared == prepared; });
 }
 
 void pipeline::execute(const std::string& name, const statement_text& text, const parameters& values) {

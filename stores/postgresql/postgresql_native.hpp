@@ -154,6 +154,8 @@ public:
     void query(const char* sql, std::string_view what);
     // Prepares `text` as `name`; `*prepared` becomes true once the server has it.
     void prepare(const std::string& name, const statement_text& text, bool* prepared);
+    // Whether a prepare that sets `*prepared` is queued already (a statement run twice in one pipeline).
+    [[nodiscard]] bool preparing(const bool* prepared) const noexcept;
     // Runs the prepared statement `name`.
     void execute(const std::string& name, const statement_text& text, const parameters& values);
     // Parses and runs `text` as the unnamed statement: nothing of it outlives the pipeline.
@@ -212,7 +214,7 @@ struct prepared_statement {
     // Queues it on `p`, preparing it first when this connection has not yet.
     void queue(pipeline& p, const parameters& values) {
         if (name.empty()) return p.execute(*text, values);
-        if (!prepared) p.prepare(name, *text, &prepared);
+        if (!prepared && !p.preparing(&prepared)) p.prepare(name, *text, &prepared);
         p.execute(name, *text, values);
     }
 };

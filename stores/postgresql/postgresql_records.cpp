@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <limits>
 
 #include "internal/crypto.hpp"
@@ -249,6 +250,19 @@ DELETE FROM idem_tombstones WHERE key_hash = ANY (ARRAY(
     ORDER BY forget_at LIMIT $2 FOR UPDATE SKIP LOCKED)))",
                                            purge_types, "purging tombstones"};
 
+// rewrite_payloads' walk in key-hash order, through the primary key: a batch
+// reads only the rows it hands over. An empty bytea sorts before every key hash.
+constexpr Oid payloads_after_types[] = {bytea_oid, int8_oid};
+constexpr statement_text payloads_after_text{R"(
+SELECT key_hash, payload FROM idem_records WHERE key_hash > $1 AND completed ORDER BY key_hash LIMIT $2)",
+                                             payloads_after_types, "reading stored payloads"};
+
+// Only over the payload just read: a row written anew meanwhile keeps its own.
+constexpr Oid rewrite_payload_types[] = {bytea_oid, bytea_oid, bytea_oid};
+constexpr statement_text rewrite_payload_text{R"(
+UPDATE idem_records SET payload = $3 WHERE key_hash = $1 AND completed AND payload = $2)",
+                                              rewrite_payload_types, "rewriting a stored payload"};
+
 constexpr statement_text commit_text{"COMMIT", {}, "COMMIT"};
 
 #undef IDEM_READ_COMMITTED
@@ -494,6 +508,8 @@ record_statements::record_statements(PGconn* conn, bool named)
       count_expired_{&count_expired_text, name("count_expired")},
       purge_{&purge_text, name("purge")},
       forget_ended_{&forget_ended_text, name("forget_ended")},
+      payloads_after_{&payloads_after_text, name("payloads_after")},
+      rewrite_payload_{&rewrite_payload_text, name("rewrite_payload")},
       begin_{&begin_text_, name("begin")},
       commit_{&commit_text, name("commit")} {}
 
@@ -778,6 +794,56 @@ std::size_t record_statements::purge(std::size_t limit, duration older_than) {
     forget_ended_.queue(p, rest);
     p.run();
     return deleted + p.last().affected();
+}
+
+rewrite_progress record_statements::rewrite_payloads(const std::optional<record_id_type>& after, std::size_t limit,
+                                                     const payload_rewrite& rewrite) {
+    struct row {
+        record_id_type key_hash;
+        std::string payload;
+        std::optional<std::string> replacement;
+    };
+    std::vector<row> rows;
+    {
+        parameters values;
+        if (after)
+            values.bytes(*after);
+        else
+            values.bytes(std::string_view());
+        values.int8(static_cast<std::int64_t>(std::min<std::size_t>(limit, std::numeric_limits<std::int64_t>::max())));
+        pipeline p(conn_);
+        payloads_after_.queue(p, values);
+        p.run();
+        const result& r = p.last();
+        for (int i = 0; i < r.rows(); ++i) {
+            const std::string_view hash = r.bytes(i, 0);
+            if (hash.size() != record_id_bytes || r.is_null(i, 1))
+                throw store_error(store_failure::corrupt_record,
+                                  "idem: a completed record is corrupt: it does not have the shape idem writes");
+            row out;
+            std::memcpy(out.key_hash.data(), hash.data(), record_id_bytes);
+            out.payload = std::string(r.bytes(i, 1));
+            rows.push_back(std::move(out));
+        }
+    }
+    rewrite_progress progress;
+    progress.read = rows.size();
+    if (rows.size() == limit) progress.next = rows.back().key_hash;
+    // Every replacement first: when `rewrite` throws, nothing has been sent.
+    for (row& r : rows) r.replacement = rewrite({.key_hash = r.key_hash, .payload = r.payload});
+    // Then the writes in one round trip, one implicit transaction (the pipeline's one Sync).
+    std::deque<parameters> values;
+    pipeline p(conn_);
+    for (const row& r : rows) {
+        if (!r.replacement) continue;
+        values.emplace_back().bytes(r.key_hash).bytes(r.payload).bytes(*r.replacement);
+        rewrite_payload_.queue(p, values.back());
+    }
+    if (values.empty()) return progress;
+    p.run();
+    for (std::size_t i = 0; i < p.size(); ++i)
+        if (p.outcome(i).status() == PGRES_COMMAND_OK) progress.rewritten += p.outcome(i).affected();
+    return progress;
 }
 
 }  // namespace idem::detail::pg

@@ -87,6 +87,9 @@ public:
     // Deletes up to `limit` rows expired at least `older_than` ago, then tombstones
     // whose window ended that long ago (each its own statement); returns how many.
     [[nodiscard]] std::size_t purge(std::size_t limit, duration older_than);
+    // One batch of store_admin::rewrite_payloads: a read, then the writes in one transaction.
+    [[nodiscard]] rewrite_progress rewrite_payloads(const std::optional<record_id_type>& after, std::size_t limit,
+                                                    const payload_rewrite& rewrite);
 
 private:
     class at_commit;
@@ -113,7 +116,8 @@ private:
     int backend_pid_;
     std::string prefix_;
     prepared_statement reserve_, reserve_in_, lookup_, look_up_, insert_, complete_, complete_at_commit_, release_,
-        inspect_, recent_, completed_since_, forget_, forget_tombstone_, count_expired_, purge_, forget_ended_;
+        inspect_, recent_, completed_since_, forget_, forget_tombstone_, count_expired_, purge_, forget_ended_,
+        payloads_after_, rewrite_payload_;
     // The transaction control the fast path sends in its pipelines: parsed once
     // per connection rather than per transaction. BEGIN's text is the runner's
     // (these statements belong to one runner), known at its first use.

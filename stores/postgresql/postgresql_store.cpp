@@ -127,6 +127,12 @@ std::size_t postgresql_store::purge_batch(std::size_t limit, duration older_than
     return impl_->detached([&](pg::record_statements& s) { return s.purge(limit, older_than); });
 }
 
+rewrite_progress postgresql_store::rewrite_payloads(const std::optional<std::array<std::byte, 16>>& after,
+                                                    std::size_t limit, const payload_rewrite& rewrite) {
+    if (limit == 0) throw std::invalid_argument("idem: a batch of payloads to rewrite must hold at least one");
+    return impl_->detached([&](pg::record_statements& s) { return s.rewrite_payloads(after, limit, rewrite); });
+}
+
 reservation postgresql_store::do_try_reserve(const record_key& key, std::string_view fingerprint, duration lease) {
     return impl_->detached(
         [&](pg::record_statements& s) { return s.try_reserve(key, fingerprint, detail::new_token(), lease); });

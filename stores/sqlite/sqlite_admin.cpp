@@ -45,6 +45,15 @@ SELECT (SELECT count(*) FROM idem_records WHERE expires_at <= ?1)
 constexpr std::string_view delete_tombstone_sql = R"(
 DELETE FROM idem_tombstones WHERE key_hash = ?1 RETURNING forget_at)";
 
+// rewrite_payloads' walk in key-hash order, through the primary key: a batch
+// reads only the rows it hands over. An empty blob sorts before every key hash.
+constexpr std::string_view payloads_after_sql = R"(
+SELECT key_hash, payload FROM idem_records WHERE key_hash > ?1 AND state = 1 ORDER BY key_hash LIMIT ?2)";
+
+// Only over the payload just read: a row written anew meanwhile keeps its own.
+constexpr std::string_view rewrite_payload_sql = R"(
+UPDATE idem_records SET payload = ?3 WHERE key_hash = ?1 AND state = 1 AND payload = ?2)";
+
 // Clamped: a row may hold any integer, and nanoseconds end in 2262.
 time_point at(std::int64_t milliseconds) {
     return detail::saturating_time(std::chrono::milliseconds(milliseconds));
@@ -81,7 +90,9 @@ admin_statements::admin_statements(database* db)
       completed_since_(db, completed_since_sql, "listing records completed since a time"),
       delete_(db, delete_sql, "deleting a record"),
       count_(db, count_sql, "counting expired records"),
-      delete_tombstone_(db, delete_tombstone_sql, "deleting a tombstone") {}
+      delete_tombstone_(db, delete_tombstone_sql, "deleting a tombstone"),
+      payloads_after_(db, payloads_after_sql, "reading stored payloads"),
+      rewrite_payload_(db, rewrite_payload_sql, "rewriting a stored payload") {}
 
 std::optional<record_state> admin_statements::inspect(const record_id_type& id, bool with_payload, std::int64_t now) {
     statement_use s(inspect_);
@@ -154,6 +165,68 @@ std::size_t admin_statements::count_expired(std::int64_t cutoff) {
     s->bind(1, cutoff);
     if (!s->step()) throw store_error(store_failure::other, "idem: counting expired records returned no row");
     return static_cast<std::size_t>(s->column_int(0).value_or(0));
+}
+
+rewrite_progress admin_statements::rewrite_payloads(const std::optional<record_id_type>& after, std::size_t limit,
+                                                    const payload_rewrite& rewrite) {
+    struct row {
+        record_id_type key_hash;
+        std::string payload;
+    };
+    std::vector<row> rows;
+    {
+        statement_use s(payloads_after_);
+        if (after)
+            s->bind(1, *after);
+        else
+            s->bind_blob(1, {});
+        s->bind(2, static_cast<std::int64_t>(limit));
+        while (s->step()) {
+            const auto hash = s->column_blob(0);
+            const auto payload = s->column_blob(1);
+            if (!hash || hash->size() != record_id_bytes || !payload)
+                throw store_error(store_failure::corrupt_record,
+                                  "idem: a completed record is corrupt: it does not have the shape idem writes");
+            row r;
+            std::memcpy(r.key_hash.data(), hash->data(), record_id_bytes);
+            r.payload = std::string(*payload);
+            rows.push_back(std::move(r));
+        }
+    }
+    rewrite_progress progress;
+    progress.read = rows.size();
+    // The old payloads' bytes are zeroed where they were, not left in free
+    // space, whatever this SQLite build's default; the connection's own
+    // setting comes back after the batch (after a failure it keeps zeroing,
+    // which costs only time).
+    const bool secure_delete = pragma_value("PRAGMA secure_delete") == 1;
+    if (!secure_delete) run_pragma("PRAGMA secure_delete = 1");
+    for (const row& r : rows) {
+        const std::optional<std::string> replacement = rewrite({.key_hash = r.key_hash, .payload = r.payload});
+        if (!replacement) continue;
+        statement_use s(rewrite_payload_);
+        s->bind(1, r.key_hash);
+        s->bind_blob(2, r.payload);
+        s->bind_blob(3, *replacement);
+        (void)s->step();
+        progress.rewritten += static_cast<std::size_t>(sqlite_api::sqlite3_changes64(db()));
+    }
+    if (!secure_delete) run_pragma("PRAGMA secure_delete = 0");
+    if (rows.size() == limit) progress.next = rows.back().key_hash;
+    return progress;
+}
+
+std::int64_t admin_statements::pragma_value(const char* pragma) {
+    statement s(db(), pragma, "reading a setting");
+    statement_use use(s);
+    return use->step() ? use->column_int(0).value_or(0) : 0;
+}
+
+void admin_statements::run_pragma(const char* pragma) {
+    statement s(db(), pragma, "changing a setting");
+    statement_use use(s);
+    while (use->step()) {
+    }
 }
 
 }  // namespace idem::detail::sqlite

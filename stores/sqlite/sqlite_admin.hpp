@@ -37,8 +37,14 @@ public:
     [[nodiscard]] forget_result forget(const record_id_type& id, bool force, std::int64_t now);
     // Rows with expires_at <= cutoff, and tombstones with forget_at <= cutoff.
     [[nodiscard]] std::size_t count_expired(std::int64_t cutoff);
+    // One batch of store_admin::rewrite_payloads, in the caller's transaction.
+    [[nodiscard]] rewrite_progress rewrite_payloads(const std::optional<record_id_type>& after, std::size_t limit,
+                                                    const payload_rewrite& rewrite);
 
 private:
+    [[nodiscard]] std::int64_t pragma_value(const char* pragma);
+    void run_pragma(const char* pragma);
+
     // The rows `s` steps through, in recent()'s columns.
     [[nodiscard]] static std::vector<listed_record> listed(statement_use& s, std::string_view name_space,
                                                            std::int64_t now);
@@ -49,6 +55,8 @@ private:
     statement delete_;
     statement count_;
     statement delete_tombstone_;
+    statement payloads_after_;
+    statement rewrite_payload_;
 };
 
 }  // namespace idem::detail::sqlite

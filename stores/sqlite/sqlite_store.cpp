@@ -208,6 +208,13 @@ std::size_t sqlite_store::count_expired(duration older_than) {
     return impl_->detached_tx([&](unit_of_work& tx) { return impl_->admin(tx).count_expired(cutoff); });
 }
 
+rewrite_progress sqlite_store::rewrite_payloads(const std::optional<std::array<std::byte, 16>>& after,
+                                                std::size_t limit, const payload_rewrite& rewrite) {
+    if (limit == 0) throw std::invalid_argument("idem: a batch of payloads to rewrite must hold at least one");
+    return impl_->detached_tx(
+        [&](unit_of_work& tx) { return impl_->admin(tx).rewrite_payloads(after, limit, rewrite); });
+}
+
 std::size_t sqlite_store::purge_batch(std::size_t limit, duration older_than) {
     if (limit == 0) throw std::invalid_argument("idem: purge limit must be positive");
     const std::int64_t cutoff = impl_->cutoff(older_than);

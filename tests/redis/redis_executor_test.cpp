@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "idem/encryption.hpp"
 #include "idem/executor.hpp"
 #include "idem/keys.hpp"
 #include "idem/redis_store.hpp"
@@ -109,4 +110,36 @@ TEST_CASE("redis: the Redis example of docs/redis.md is this code, and it sends 
     const std::string first = notify_shipped(exec, order);
     CHECK(notify_shipped(exec, order) == first);
     CHECK(emails_sent == before + 1);
+}
+
+TEST_CASE("redis: with encryption keys a result's marker is nowhere in its entry, and the replay is byte-identical") {
+    const std::string marker = "card=4111111111111111;token=sk_live_MARKER";
+    const std::string name_space = idem::test::fresh_namespace();
+    idem::test::redis_client raw(idem::test::shared_redis());
+    for (const bool encrypted : {false, true}) {
+        CAPTURE(encrypted);
+        idem::executor_options options;
+        if (encrypted)
+            options.encryption = std::make_shared<const idem::encryption_keys>(
+                std::vector<idem::encryption_key>{{.id = "k1", .bytes = std::string(32, '\x11')}});
+        idem::executor exec(std::make_shared<idem::redis_store>(idem::test::shared_redis_options()), options);
+        const idem::record_key key(name_space, encrypted ? "sealed" : "plain");
+        int runs = 0;
+        auto charge = [&] {
+            return exec.execute(
+                key, "fp", {}, [&] { return "charged " + std::to_string(++runs) + " " + marker; },
+                idem::string_codec{});
+        };
+        const auto first = charge();
+        CHECK(first.status() == idem::execution_status::executed);
+        const auto again = charge();
+        CHECK(again.status() == idem::execution_status::replayed);
+        CHECK(again.value() == first.value());
+        CHECK(runs == 1);
+        const std::string stored = raw.text({"HGET", key.to_storage_key(), "p"});
+        CHECK(!stored.empty());
+        CHECK((stored.find(marker) == std::string::npos) == encrypted);
+        CHECK(idem::encryption_keys::is_sealed(stored) == encrypted);
+        CHECK(raw.text({"DEL", key.to_storage_key()}) == "1");  // a shared server keeps no leftovers
+    }
 }

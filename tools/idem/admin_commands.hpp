@@ -1,4 +1,5 @@
-// `idem migrate`, `idem purge`, `idem inspect`, `idem forget`, `idem complete`: the commands that open a store.
+// `idem migrate`, `idem purge`, `idem inspect`, `idem forget`, `idem complete`, `idem reseal`: the commands
+// that open a store.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -27,5 +28,6 @@ void add_forget_command(CLI::App& app, int& exit_code);
 // `exit_code` receives exit_stuck, exit_not_found for an operation that is not unfinished, or
 // exit_no_compensation.
 void add_complete_command(CLI::App& app, int& exit_code);
+void add_reseal_command(CLI::App& app);
 
 }  // namespace idem::cli

@@ -12,6 +12,7 @@
 //   idem outbox status|dead|requeue --db URL            the outbox's backlog and dead letters
 //   idem complete --db URL [--namespace NS]             unfinished operations in steps
 //   idem complete --db URL --key-hash H --expire|--compensate   hand one to the completer
+//   idem reseal --db URL --keys FILE                    seal stored results under the newest key
 // Exit codes: 0 done, 1 database error (or `key valid`: not valid), 2 usage
 // error, 3 `inspect`, `forget`, `complete`: no such record or operation, 4
 // `forget`: in flight, kept, 5 `complete`: an operation waits for a completer.
@@ -28,7 +29,7 @@
 #include "usage_checks.hpp"
 
 int main(int argc, char** argv) {
-    CLI::App app{"idem: operate idempotency records (migrate, purge, key, inspect, forget, complete)", "idem"};
+    CLI::App app{"idem: operate idempotency records (migrate, purge, key, inspect, forget, complete, reseal)", "idem"};
     app.require_subcommand(1);
     app.set_help_all_flag("--help-all", "Help for every subcommand");
     int exit_code = 0;
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     idem::cli::add_inspect_command(app, exit_code);
     idem::cli::add_forget_command(app, exit_code);
     idem::cli::add_complete_command(app, exit_code);
+    idem::cli::add_reseal_command(app);
     idem::cli::add_outbox_commands(app);
     for (const auto& usage_error :
          {idem::cli::non_utf8_argument(argc, argv), idem::cli::unknown_command(app, argc, argv)}) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "duration_arg.hpp"
+#include "idem/encryption.hpp"
 #include "internal/saturating_time.hpp"
 
 namespace idem::cli {
@@ -20,6 +21,8 @@ std::optional<operation_state> read_operation(const opened_store& store, const d
 }
 
 std::string preview(std::string_view bytes) {
+    if (encryption_keys::is_sealed(bytes))
+        return fmt::format("sealed under \"{}\", {} bytes", encryption_keys::sealed_with(bytes), bytes.size());
     const bool printable = std::all_of(bytes.begin(), bytes.end(), [](char c) { return c >= ' ' && c <= '~'; });
     if (printable) {
         std::string text(bytes.substr(0, 60));
