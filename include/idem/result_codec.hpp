@@ -70,6 +70,34 @@ template <class T, class Serialize, class Deserialize, class Classify = store_ev
                                                              std::move(classify));
 }
 
+// A codec whose record keeps a redacted copy of each result: the caller that
+// ran the work gets the result itself, every replay gets what `redact` left
+// (say so to your clients). Secrets a replay never needs (a card number, a
+// one-time token) are then stored nowhere, encrypted or not.
+//
+//   const idem::string_codec plain;
+//   const idem::redacting_codec codec(plain, [](std::string r) { return mask_card(std::move(r)); });
+//   auto e = exec.execute(key, fingerprint, {}, [&] { return charge(); }, codec);
+//
+// `inner` must outlive it; classification is the inner codec's, of the result as it was.
+template <class T, class Redact>
+requires std::is_invocable_r_v<T, const Redact&, T>
+class redacting_codec final : public result_codec<T> {
+public:
+    redacting_codec(const result_codec<T>& inner, Redact redact) : inner_(inner), redact_(std::move(redact)) {}
+
+    [[nodiscard]] std::string serialize(const T& value) const override { return inner_.serialize(redact_(value)); }
+    [[nodiscard]] T deserialize(std::string_view payload) const override { return inner_.deserialize(payload); }
+    [[nodiscard]] classification classify(const T& value) const override { return inner_.classify(value); }
+
+private:
+    const result_codec<T>& inner_;
+    Redact redact_;
+};
+
+template <class T, class Redact>
+redacting_codec(const result_codec<T>&, Redact) -> redacting_codec<T, Redact>;
+
 namespace detail {
 
 [[nodiscard]] IDEM_API long long parse_signed(std::string_view payload, long long min, long long max);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -76,7 +77,10 @@ const char* unstorable(const response& r, const std::vector<const header*>& kept
 
 }  // namespace
 
-std::string response_codec::serialize(const response& r) const {
+std::string response_codec::serialize(const response& sent) const {
+    std::optional<response> redacted;
+    if (redact_) redact_(redacted.emplace(sent));
+    const response& r = redacted ? *redacted : sent;
     const auto kept = replayed_headers(replayed_headers_, r);
     if (const char* why = unstorable(r, kept))
         throw std::invalid_argument(std::string("idem: the response cannot be stored: ") + why);

@@ -108,6 +108,45 @@ TEST_CASE("HTTP in a unit of work: one record per request, committed with the wr
     });
 }
 
+TEST_CASE(
+    "HTTP in a unit of work: a redact hook keeps a masked copy: the first caller gets the card number, every replay "
+    "the masked body, and the record table holds no card number") {
+    const std::string card = "4111111111111111";
+    on_every_bank([&](idem::database& db) {
+        http::layer_options options = client_scoped();
+        options.redact = [&](http::response& stored) {
+            for (std::size_t at; (at = stored.body.find(card)) != std::string::npos;)
+                stored.body.replace(at, card.size(), "************1111");
+        };
+        http::idempotency_layer layer(db.executor(), options);
+        int runs = 0;
+        auto endpoint = [&](idem::unit_of_work& uow) {
+            ++runs;
+            move(uow, 10);
+            http::response r{.status = 201, .body = R"({"card":")" + card + R"(","run":)" + std::to_string(runs) + "}"};
+            r.set_header("Content-Type", "application/json");
+            return r;
+        };
+        const keyed_request req{.key_header = "card-1"};
+        const http::response first = layer.handle(db, req.view(), endpoint);
+        CHECK(first.status == 201);
+        CHECK(first.body == R"({"card":")" + card + R"(","run":1})");
+        const http::response again = layer.handle(db, req.view(), endpoint);
+        CHECK(again.status == 201);
+        CHECK(again.header("Idempotent-Replayed") == "true");
+        CHECK(again.body == R"({"card":"************1111","run":1})");
+        CHECK(again.header("Content-Type") == "application/json");
+        CHECK(runs == 1);
+        CHECK(balance(db, "bob") == 10);
+        CHECK(records(db) == 1);
+        const std::string holding =
+            db.backend() == idem::database_url::backend::postgresql
+                ? "SELECT COUNT(*) FROM idem_records WHERE position(convert_to('" + card + "', 'UTF8') in payload) > 0"
+                : "SELECT COUNT(*) FROM idem_records WHERE instr(payload, CAST('" + card + "' AS BLOB)) > 0";
+        CHECK(count_rows(db, holding) == 0);
+    });
+}
+
 TEST_CASE("HTTP in a unit of work: a handler on mapped objects moves the money once per key, no update lost") {
     on_every_bank({.pool_size = 8, .attempts = 20}, [&](idem::database& db) {
         http::idempotency_layer layer(db.executor(), client_scoped());

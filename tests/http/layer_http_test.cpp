@@ -402,3 +402,53 @@ TEST_CASE("http: the reconciliation route on the memory store, its results seale
     CHECK(done->body.find(R"("status":201)") != std::string::npos);  // opened with the ring
     CHECK(client.Get("/idempotency", key("k", "bob"))->body == R"({"state":"absent"})");
 }
+
+TEST_CASE("http: a redact hook edits the stored copy only: the first answer is whole, replays and the store masked") {
+    const std::string card = "4111111111111111";
+    auto store = std::make_shared<memory_store>();
+    http::idempotency_layer layer(
+        store, {}, {.resolver = scopes::user(), .redact = [&](http::response& stored) {
+                        const std::size_t at = stored.body.find(card);
+                        if (at != std::string::npos) stored.body.replace(at, card.size(), "****");
+                        stored.headers.erase(std::remove_if(stored.headers.begin(), stored.headers.end(),
+                                                            [](const auto& h) { return h.first == "Location"; }),
+                                             stored.headers.end());
+                    }});
+    const auto claims_of = [](const httplib::Request& req) { return claims{{"sub", req.get_header_value("X-User")}}; };
+    test::loopback_server s;
+    std::atomic<int> runs{0};
+    s.server.Post("/cards", http::idempotent(layer,
+                                             [&](const httplib::Request&, httplib::Response& res) {
+                                                 ++runs;
+                                                 res.status = 201;
+                                                 res.set_header("Location", "/cards/1");
+                                                 res.set_content("card " + card, "text/plain");
+                                             },
+                                             {.claims_of = claims_of}));
+    s.start();
+    httplib::Client client = s.client();
+    const auto first = client.Post("/cards", key("c"), "x", "text/plain");
+    REQUIRE(first);
+    CHECK(first->status == 201);
+    CHECK(first->body == "card " + card);
+    CHECK(first->get_header_value("Location") == "/cards/1");
+    const auto again = client.Post("/cards", key("c"), "x", "text/plain");
+    REQUIRE(again);
+    CHECK(again->status == 201);
+    CHECK(again->get_header_value("Idempotent-Replayed") == "true");
+    CHECK(again->body == "card ****");
+    CHECK_FALSE(again->has_header("Location"));
+    CHECK(runs == 1);
+    const record_key stored_under = layer
+                                        .admit(http::request{.method = "POST",
+                                                             .target = "/cards",
+                                                             .body = "x",
+                                                             .key_headers = {"c"},
+                                                             .caller = {{"sub", "alice"}},
+                                                             .route = "/cards"})
+                                        .key.value();
+    const auto record = store->inspect(stored_under, true);
+    REQUIRE(record.has_value());
+    CHECK(record->payload.value().find(card) == std::string::npos);
+    CHECK(record->payload.value().find("card ****") != std::string::npos);
+}

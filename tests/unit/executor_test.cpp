@@ -136,6 +136,25 @@ TEST_CASE("executor: a codec without classify stores every result, and replays t
     CHECK(replay.value() == 42);
 }
 
+TEST_CASE("executor: a redacting_codec stores the redacted result; the first caller gets it whole, replays redacted") {
+    fixture f;
+    auto exec = f.make();
+    int runs = 0;
+    const redacting_codec codec(f.codec, [](std::string r) {
+        r.replace(r.find("secret-"), 7, "*******");
+        return r;
+    });
+    auto op = [&] { return "token secret-" + std::to_string(++runs); };
+    auto first = exec.execute(f.key, "fp", {}, op, codec);
+    CHECK(first.status() == status::executed);
+    CHECK(first.value() == "token secret-1");
+    auto retry = exec.execute(f.key, "fp", {}, op, codec);
+    CHECK(retry.status() == status::replayed);
+    CHECK(retry.value() == "token *******1");
+    CHECK(runs == 1);
+    CHECK(f.store->inspect(f.key, true)->payload == "token *******1");
+}
+
 TEST_CASE("executor: an undecodable stored result is a typed store error") {
     fixture f;
     auto exec = f.make();

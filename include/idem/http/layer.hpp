@@ -18,6 +18,7 @@
 #include <chrono>
 #include <concepts>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -71,6 +72,14 @@ struct IDEM_API layer_options {
     std::string reconcile_path = {};
     // Whether its answer carries a completed record's stored headers and body too.
     bool reconcile_body = false;
+    // Edits the copy of a response the record keeps, never the one sent: the
+    // first caller gets the endpoint's response, every replay (and the
+    // reconciliation route) the edited one. For what a replay need not repeat: a
+    // card number, a one-time secret. Null: stored as sent. Keep the status (a
+    // replay answers the stored one). It runs after the response is classified;
+    // what it returns must still be storable (std::invalid_argument otherwise).
+    // A layer per endpoint (they share the executor) redacts per endpoint.
+    std::function<void(response& stored)> redact = nullptr;
 };
 
 // What the layer decided before running anything.

@@ -7,6 +7,7 @@
 //   bool kept = codec.classify(res) == idem::classification::store;
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,11 @@ public:
     explicit response_codec(const layer_options& options)
         : replayed_headers_(options.replayed_headers),
           max_stored_body_(options.max_stored_body),
-          release_server_errors_(options.release_server_errors) {}
+          release_server_errors_(options.release_server_errors),
+          redact_(options.redact) {}
 
-    // Status, the allow-listed headers (never Set-Cookie) and the exact body bytes.
+    // Status, the allow-listed headers (never Set-Cookie) and the exact body bytes,
+    // of the response as the layer's redact hook left it.
     // std::invalid_argument for what the stored form cannot hold: a status outside
     // 100-999, more than 65535 allow-listed headers, a header name or value of 4 GiB.
     [[nodiscard]] std::string serialize(const response& r) const override;
@@ -42,6 +45,7 @@ private:
     std::vector<std::string> replayed_headers_;
     std::size_t max_stored_body_;
     bool release_server_errors_;
+    std::function<void(response&)> redact_;
 };
 
 }  // namespace idem::http
