@@ -8,10 +8,12 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
 #include "idem/database.hpp"
+#include "idem/encryption.hpp"
 #include "idem/error.hpp"
 #include "idem/keys.hpp"
 #include "internal/crypto.hpp"
@@ -57,6 +59,7 @@ struct steps_state {
     // The database's clock in milliseconds, so instances with skewed clocks agree.
     std::string now;
     std::string lock;  // what a SELECT of the operation's row ends with to hold it until COMMIT
+    std::shared_ptr<const encryption_keys> keys;  // seals what the tables keep, when set
 
     execution_status decision = execution_status::executed;
     std::string stored_result;
@@ -110,6 +113,31 @@ struct steps_state {
             throw lease_lost("idem: operation " + key_hash + " was taken over by a newer run: " + std::string(refused));
     }
 
+    // A step's result, a call's answer or the final result as its table keeps
+    // it (hex): sealed when keys are set, bound to the operation and its place
+    // ("3", "result"), so a payload moved to another step or operation does not open.
+    [[nodiscard]] std::string stored_form(std::string_view plain, std::string_view place) const {
+        if (!keys) return operations::to_hex(plain);
+        return operations::to_hex(keys->seal(plain, record_id + "/" + std::string(place)));
+    }
+    [[nodiscard]] std::string stored_form(std::string_view plain, std::size_t index) const {
+        return stored_form(plain, std::to_string(index));
+    }
+    // The plaintext of what stored_form wrote; payload_unreadable when it is
+    // sealed and no key of the ring opens it (never a rerun of what it records).
+    [[nodiscard]] std::string opened(std::string_view stored_hex, std::string_view place) const {
+        std::string bytes = operations::from_hex(stored_hex);
+        if (!encryption_keys::is_sealed(bytes)) return bytes;
+        if (!keys)
+            throw payload_unreadable(payload_unreadable::reason::unknown_key,
+                                     "idem: what operation " + key_hash + " stored is sealed (" + std::string(place) +
+                                         "), and no encryption keys are configured");
+        return keys->open(bytes, record_id + "/" + std::string(place));
+    }
+    [[nodiscard]] std::string opened(std::string_view stored_hex, std::size_t index) const {
+        return opened(stored_hex, std::to_string(index));
+    }
+
     [[nodiscard]] std::optional<stored_step> read(soci::session& sql, std::size_t index) const {
         stored_step s;
         soci::indicator result_null = soci::i_ok;
@@ -135,7 +163,7 @@ struct steps_state {
         const long long at = static_cast<long long>(index);
         const std::string step_name(name);
         const int state = result ? 1 : 0;
-        const std::string text = result ? operations::to_hex(*result) : std::string();
+        const std::string text = result ? stored_form(*result, index) : std::string();
         soci::indicator result_null = result ? soci::i_ok : soci::i_null;
         sql << "INSERT INTO idem_steps (record_id, step_index, name, kind, state, result, attempts, updated_at) "
                "VALUES (:id, :i, :name, :kind, :state, :result, :attempts, " +
@@ -195,7 +223,7 @@ std::optional<std::string> steps::run_step(std::string_view name,
         s.hold(sql, "its step '" + std::string(name) + "' did not run");
         if (auto stored = s.read(sql, index)) {
             s.check_shape(*stored, name, detail::kind_step, index);
-            return operations::from_hex(stored->result);
+            return s.opened(stored->result, index);
         }
         std::optional<std::string> result = work(uow);
         s.insert(sql, index, name, detail::kind_step, attempts, result);
@@ -218,7 +246,7 @@ std::optional<std::string> steps::begin_call(std::string_view name) {
         s.hold(sql, not_made);
         if (auto stored = s.read(sql, index)) {
             s.check_shape(*stored, name, detail::kind_call, index);
-            if (stored->state == 1) return operations::from_hex(stored->result);
+            if (stored->state == 1) return s.opened(stored->result, index);
             // Made before and never answered (a crash, a throw): made again with the same call key.
             const long long at = static_cast<long long>(index);
             sql << "UPDATE idem_steps SET attempts = attempts + 1, updated_at = " + s.now +
@@ -236,7 +264,7 @@ std::optional<std::string> steps::begin_call(std::string_view name) {
 
 void steps::end_call(const std::string& answer) {
     detail::steps_state& s = *state_;
-    const std::string text = operations::to_hex(answer);
+    const std::string text = s.stored_form(answer, s.pending_call);
     // The call was made; the run that took over makes it again with the same call key.
     const std::string not_stored = "the answer of its call '" + s.pending_call_name + "' was not stored";
     s.db->transact([&](unit_of_work& uow) {
@@ -258,19 +286,20 @@ std::optional<std::string> steps::stored_bytes(std::string_view name) const {
     const long long before = s.compensating ? static_cast<long long>(s.compensate_from) : -1;
     return s.db->read([&](soci::session& sql) -> std::optional<std::string> {
         std::string result;
+        long long index = 0;
         soci::indicator result_null = soci::i_ok;
-        sql << "SELECT result FROM idem_steps WHERE record_id = :id AND name = :name AND state = 1 AND "
+        sql << "SELECT result, step_index FROM idem_steps WHERE record_id = :id AND name = :name AND state = 1 AND "
                "(:before < 0 OR step_index < :before2)",
-            soci::into(result, result_null), soci::use(s.record_id), soci::use(step_name), soci::use(before),
-            soci::use(before);
+            soci::into(result, result_null), soci::into(index), soci::use(s.record_id), soci::use(step_name),
+            soci::use(before), soci::use(before);
         if (!sql.got_data() || result_null != soci::i_ok) return std::nullopt;
-        return operations::from_hex(result);
+        return s.opened(result, static_cast<std::size_t>(index));
     });
 }
 
 void steps::finish(const std::string& payload, classification how) {
     detail::steps_state& s = *state_;
-    const std::string text = operations::to_hex(payload);
+    const std::string text = s.stored_form(payload, "result");
     constexpr std::string_view not_stored = "its final result was not stored (every step it stored stays)";
     s.db->transact([&](unit_of_work& uow) {
         soci::session& sql = uow.sql();
@@ -343,6 +372,7 @@ std::unique_ptr<steps_state> state_for(database& db, std::string record_id, std:
     s.lease_ms = millis(resolved.lease);
     s.retention_ms = millis(resolved.retention);
     s.failure_retention_ms = millis(resolved.failure_retention);
+    s.keys = resolved.encryption;
     return state;
 }
 
@@ -430,7 +460,7 @@ void begin(soci::session& sql, steps_state& s, const std::string& input, bool co
             s.decision = execution_status::key_reused;
         } else {
             s.decision = execution_status::replayed;
-            s.stored_result = operations::from_hex(row.result_null == soci::i_ok ? row.result : std::string());
+            s.stored_result = s.opened(row.result_null == soci::i_ok ? row.result : std::string(), "result");
         }
         return;
     }
