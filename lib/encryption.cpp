@@ -27,10 +27,20 @@ constexpr std::size_t nonce_bytes = 12, tag_bytes = 16, key_bytes = 32;
 
 using cipher_context = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)>;
 
-cipher_context new_context() {
-    cipher_context ctx(EVP_CIPHER_CTX_new(), &EVP_CIPHER_CTX_free);
+// Fetched once: OpenSSL 3 looks EVP_aes_256_gcm() up in its providers at every init otherwise.
+const EVP_CIPHER* aes_256_gcm() {
+    static const std::unique_ptr<EVP_CIPHER, decltype(&EVP_CIPHER_free)> cipher(
+        EVP_CIPHER_fetch(nullptr, "AES-256-GCM", nullptr), &EVP_CIPHER_free);
+    if (!cipher) throw std::runtime_error("idem: OpenSSL has no AES-256-GCM");
+    return cipher.get();
+}
+
+// One context per thread, reset before each use: allocating one per payload costs more than sealing it.
+EVP_CIPHER_CTX* thread_context() {
+    thread_local const cipher_context ctx(EVP_CIPHER_CTX_new(), &EVP_CIPHER_CTX_free);
     if (!ctx) throw std::runtime_error("idem: OpenSSL could not make a cipher context");
-    return ctx;
+    EVP_CIPHER_CTX_reset(ctx.get());
+    return ctx.get();
 }
 
 const unsigned char* bytes_of(std::string_view s) {
@@ -164,18 +174,18 @@ std::string encryption_keys::seal(std::string_view plaintext, std::string_view c
     out.append(reinterpret_cast<const char*>(nonce.data()), nonce.size());
     const std::size_t header = out.size();
     out.resize(header + plaintext.size() + tag_bytes);
-    const cipher_context ctx = new_context();
+    EVP_CIPHER_CTX* ctx = thread_context();
     int written = 0;
-    check(EVP_EncryptInit_ex2(ctx.get(), EVP_aes_256_gcm(), bytes_of(k.bytes),
+    check(EVP_EncryptInit_ex2(ctx, aes_256_gcm(), bytes_of(k.bytes),
                               reinterpret_cast<const unsigned char*>(nonce.data()), nullptr));
-    check(EVP_EncryptUpdate(ctx.get(), nullptr, &written, bytes_of(std::string_view(out).substr(0, header)),
+    check(EVP_EncryptUpdate(ctx, nullptr, &written, bytes_of(std::string_view(out).substr(0, header)),
                             static_cast<int>(header)));
-    check(EVP_EncryptUpdate(ctx.get(), nullptr, &written, bytes_of(context), static_cast<int>(context.size())));
-    check(EVP_EncryptUpdate(ctx.get(), bytes_of(out) + header, &written, bytes_of(plaintext),
+    check(EVP_EncryptUpdate(ctx, nullptr, &written, bytes_of(context), static_cast<int>(context.size())));
+    check(EVP_EncryptUpdate(ctx, bytes_of(out) + header, &written, bytes_of(plaintext),
                             static_cast<int>(plaintext.size())));
     int last = 0;
-    check(EVP_EncryptFinal_ex(ctx.get(), bytes_of(out) + header + written, &last));
-    check(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, static_cast<int>(tag_bytes),
+    check(EVP_EncryptFinal_ex(ctx, bytes_of(out) + header + written, &last));
+    check(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, static_cast<int>(tag_bytes),
                               bytes_of(out) + header + plaintext.size()));
     return out;
 }
@@ -191,17 +201,17 @@ std::string encryption_keys::open(std::string_view stored, std::string_view cont
                                  "idem: a stored payload is sealed under the key \"" + std::string(p.id) +
                                      "\", which the encryption keys do not have");
     std::string plain(p.ciphertext.size(), '\0');
-    const cipher_context ctx = new_context();
+    EVP_CIPHER_CTX* ctx = thread_context();
     int written = 0;
-    check(EVP_DecryptInit_ex2(ctx.get(), EVP_aes_256_gcm(), bytes_of(key->bytes), bytes_of(p.nonce), nullptr));
-    check(EVP_DecryptUpdate(ctx.get(), nullptr, &written, bytes_of(p.header), static_cast<int>(p.header.size())));
-    check(EVP_DecryptUpdate(ctx.get(), nullptr, &written, bytes_of(context), static_cast<int>(context.size())));
-    check(EVP_DecryptUpdate(ctx.get(), bytes_of(plain), &written, bytes_of(p.ciphertext),
+    check(EVP_DecryptInit_ex2(ctx, aes_256_gcm(), bytes_of(key->bytes), bytes_of(p.nonce), nullptr));
+    check(EVP_DecryptUpdate(ctx, nullptr, &written, bytes_of(p.header), static_cast<int>(p.header.size())));
+    check(EVP_DecryptUpdate(ctx, nullptr, &written, bytes_of(context), static_cast<int>(context.size())));
+    check(EVP_DecryptUpdate(ctx, bytes_of(plain), &written, bytes_of(p.ciphertext),
                             static_cast<int>(p.ciphertext.size())));
     std::string tag(p.tag);
-    check(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, static_cast<int>(tag_bytes), bytes_of(tag)));
+    check(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, static_cast<int>(tag_bytes), bytes_of(tag)));
     int last = 0;
-    if (EVP_DecryptFinal_ex(ctx.get(), bytes_of(plain) + written, &last) != 1)
+    if (EVP_DecryptFinal_ex(ctx, bytes_of(plain) + written, &last) != 1)
         throw payload_unreadable(payload_unreadable::reason::not_authentic,
                                  "idem: a stored payload sealed under the key \"" + std::string(p.id) +
                                      "\" does not authenticate: the wrong key under that id, or changed bytes");
