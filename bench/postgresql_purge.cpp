@@ -59,9 +59,10 @@ public:
     std::vector<listed_record> recent(std::string_view name_space, std::size_t limit) override {
         return inner_.recent(name_space, limit);
     }
-    std::vector<listed_record> completed_since(std::string_view name_space, time_point since,
-                                               std::size_t limit) override {
-        return inner_.completed_since(name_space, since, limit);
+    using store_admin::completed_since;
+    std::vector<listed_record> completed_since(std::string_view name_space, const std::optional<scope>& owner,
+                                               time_point since, std::size_t limit) override {
+        return inner_.completed_since(name_space, owner, since, limit);
     }
     forget_result forget(std::span<const std::byte> digest, bool force) override {
         return inner_.forget(digest, force);

@@ -66,7 +66,9 @@ public:
     using store_admin::inspect;  // by record_key, too
     [[nodiscard]] std::optional<record_state> inspect(std::span<const std::byte> digest, bool with_payload) override;
     [[nodiscard]] std::vector<listed_record> recent(std::string_view name_space, std::size_t limit) override;
-    [[nodiscard]] std::vector<listed_record> completed_since(std::string_view name_space, time_point since,
+    using store_admin::completed_since;  // of every scope, too
+    [[nodiscard]] std::vector<listed_record> completed_since(std::string_view name_space,
+                                                             const std::optional<scope>& owner, time_point since,
                                                              std::size_t limit) override;
     [[nodiscard]] forget_result forget(std::span<const std::byte> digest, bool force) override;
     [[nodiscard]] std::size_t count_expired(duration older_than) override;

@@ -10,6 +10,7 @@
 //   for (const idem::listed_record& l : admin.recent("payments.capture", 20)) print(l.key_hash, l.state.completed);
 //   const auto since = idem::clock::system()->now() - std::chrono::hours(1);
 //   for (const idem::listed_record& l : admin.completed_since("payments.capture", since, 100)) print(l.key_hash, true);
+//   auto acme = admin.completed_since("payments.capture", idem::scope::tenant("acme"), since, 100);  // one tenant's
 //   if (admin.forget(key.digest(), false).outcome == idem::forget_outcome::refused_in_flight) ask_again();
 //
 // Every built-in store, the memory and Redis ones too, is a record_inspector:
@@ -31,6 +32,7 @@
 #include "idem/clock.hpp"
 #include "idem/export.hpp"
 #include "idem/record_key.hpp"
+#include "idem/scope.hpp"
 
 namespace idem {
 
@@ -134,8 +136,17 @@ public:
     // index: a record completed since `since` expires after it, so only rows
     // expiring after `since` are read (every live row, roughly; not those that
     // expired before it). std::invalid_argument as for recent().
-    [[nodiscard]] virtual std::vector<listed_record> completed_since(std::string_view name_space, time_point since,
-                                                                     std::size_t limit) = 0;
+    [[nodiscard]] std::vector<listed_record> completed_since(std::string_view name_space, time_point since,
+                                                             std::size_t limit) {
+        return completed_since(name_space, std::nullopt, since, limit);
+    }
+    // The same, only the records of `owner`'s scope when it is set. A row keeps
+    // its scope's id (the first 8 bytes of the SHA-256 of scope::text()), never
+    // its text; rows written before that column existed have none and are
+    // listed only without an owner.
+    [[nodiscard]] virtual std::vector<listed_record> completed_since(std::string_view name_space,
+                                                                     const std::optional<scope>& owner,
+                                                                     time_point since, std::size_t limit) = 0;
 
     // Deletes the record whose digest (or its first 16 bytes, as for inspect) is
     // `digest`: for a key that is stuck or was used by mistake. A completed or

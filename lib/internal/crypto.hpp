@@ -13,7 +13,7 @@ namespace idem::detail {
 
 using sha256_digest = std::array<std::byte, 32>;
 
-[[nodiscard]] sha256_digest sha256(std::string_view data);
+[[nodiscard]] IDEM_API sha256_digest sha256(std::string_view data);
 [[nodiscard]] IDEM_API std::array<std::byte, 20> sha1(std::span<const std::byte> data);
 [[nodiscard]] sha256_digest hmac_sha256(std::string_view key, std::string_view data);
 // Unpadded base64url (RFC 4648 section 5).

@@ -13,7 +13,9 @@
 #include <string_view>
 
 #include "idem/record_key.hpp"
+#include "idem/scope.hpp"
 #include "idem/store_admin.hpp"
+#include "internal/crypto.hpp"
 
 namespace idem::detail {
 
@@ -23,6 +25,20 @@ using record_id_type = std::array<std::byte, record_id_bytes>;
 [[nodiscard]] inline std::span<const std::byte, record_id_bytes> record_id(
     const std::array<std::byte, 32>& digest) noexcept {
     return std::span<const std::byte, 32>(digest).first<record_id_bytes>();
+}
+
+// A row's scope id: the first 8 bytes of the SHA-256 of scope::text(), kept
+// so that an operator can list one scope's records (store_admin::completed_since)
+// while rows hold no scope text. Like the key hash it can be matched against a
+// guessed scope, and cannot be read back.
+inline constexpr std::size_t scope_id_bytes = 8;
+using scope_id_type = std::array<std::byte, scope_id_bytes>;
+
+[[nodiscard]] inline scope_id_type scope_id(const scope& owner) {
+    const sha256_digest digest = sha256(owner.text());
+    scope_id_type id;
+    std::copy_n(digest.begin(), scope_id_bytes, id.begin());
+    return id;
 }
 
 // What store_admin::inspect takes: a whole digest, or its first 16 bytes as

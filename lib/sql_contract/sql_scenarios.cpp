@@ -13,6 +13,7 @@
 #include <chrono>
 #include <future>
 #include <optional>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -413,6 +414,42 @@ TEST_SUITE("store_admin") {
         CHECK_THROWS_AS((void)admin.completed_since("", since, 10), std::invalid_argument);
         CHECK_THROWS_AS((void)admin.completed_since("caf\xC3", since, 10), std::invalid_argument);
         CHECK(f.records() == 8);
+    }
+
+    // store_admin::completed_since with a scope: only that scope's records; the
+    // same key text under two scopes is two records, each listed under its own.
+    TEST_CASE("sql contract: store_admin::completed_since lists one scope's records when given one") {
+        fixture f;
+        store_admin& admin = f.admin();
+        const auto complete = [&](const record_key& key) {
+            const auto r = f.store.try_reserve(key, "fp", 1h);
+            REQUIRE(r.status == reservation_status::reserved);
+            REQUIRE(f.store.complete(key, r.token, "fp", "done", 1h));
+        };
+        const record_key a1("scoped", scope::tenant("a"), "k-1"), a2("scoped", scope::tenant("a"), "k-2"),
+            b1("scoped", scope::tenant("b"), "k-1"), g1("scoped", scope::global(), "k-1"),
+            a_reserved("scoped", scope::tenant("a"), "k-3");
+        for (const record_key& k : {a1, a2, b1, g1}) complete(k);
+        REQUIRE(f.store.try_reserve(a_reserved, "fp", 1h).status == reservation_status::reserved);
+        const auto hashes = [](const std::vector<listed_record>& rows) {
+            std::set<std::array<std::byte, 16>> out;
+            for (const listed_record& l : rows) out.insert(l.key_hash);
+            return out;
+        };
+        const auto id_of = [](const record_key& k) {
+            std::array<std::byte, 16> id{};
+            std::copy_n(k.digest().begin(), 16, id.begin());
+            return id;
+        };
+        CHECK(hashes(admin.completed_since("scoped", scope::tenant("a"), time_point{}, 100)) ==
+              std::set{id_of(a1), id_of(a2)});
+        CHECK(hashes(admin.completed_since("scoped", scope::tenant("b"), time_point{}, 100)) == std::set{id_of(b1)});
+        CHECK(hashes(admin.completed_since("scoped", scope::global(), time_point{}, 100)) == std::set{id_of(g1)});
+        CHECK(admin.completed_since("scoped", scope::tenant("c"), time_point{}, 100).empty());
+        CHECK(admin.completed_since("scoped", time_point{}, 100).size() == 4);
+        CHECK(admin.completed_since("scoped", std::nullopt, time_point{}, 100).size() == 4);
+        CHECK(admin.completed_since("other", scope::tenant("a"), time_point{}, 100).empty());
+        CHECK(f.records() == 5);
     }
 
     // store_admin::rewrite_payloads: every completed record once, in key-hash

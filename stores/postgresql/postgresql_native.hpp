@@ -109,7 +109,7 @@ struct statement_text {
 // outlive the statement's run. Not movable: the pointers may point inside.
 class parameters {
 public:
-    static constexpr std::size_t capacity = 9;
+    static constexpr std::size_t capacity = 10;
 
     parameters() { formats_.fill(1); }
     parameters(const parameters&) = delete;

@@ -20,7 +20,8 @@ bool read_committed(std::string_view level) {
 }
 
 // $1 key_hash (the digest's first 16 bytes), $2 namespace (UTF-8 bytes, stored
-// as text in whatever encoding the database has), $3 token, $4 fingerprint, $5 lease.
+// as text in whatever encoding the database has), $3 token, $4 fingerprint, $5
+// lease, $6 the scope id (lib/sql/record_id.hpp).
 // A live entry this statement's snapshot sees is answered from the snapshot,
 // without a write: a completed entry cannot change until it expires, and an
 // in-flight one is reported as it was. Otherwise it inserts, or takes over an
@@ -30,7 +31,7 @@ bool read_committed(std::string_view level) {
 // lookup that follows then sees it.
 // Each statement reads the database's clock once (clock_timestamp() is read
 // anew at every call), so created_at and expires_at are exactly a span apart.
-constexpr Oid reserve_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid, interval_oid};
+constexpr Oid reserve_types[] = {bytea_oid, bytea_oid, bytea_oid, bytea_oid, interval_oid, bytea_oid};
 constexpr statement_text reserve_text{R"(
 WITH live AS (
     SELECT completed, fingerprint, payload FROM idem_records
@@ -39,13 +40,13 @@ remembered AS (
     SELECT fingerprint FROM idem_tombstones WHERE key_hash = $1 AND forget_at > clock_timestamp()),
 reserved AS (
     INSERT INTO idem_records AS r
-        (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
-    SELECT $1, convert_from($2, 'UTF8'), $3, $4, NULL, false, clock.now, clock.now + $5
+        (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at, scope_id)
+    SELECT $1, convert_from($2, 'UTF8'), $3, $4, NULL, false, clock.now, clock.now + $5, $6
     FROM (SELECT clock_timestamp() AS now) AS clock
     WHERE )" IDEM_READ_COMMITTED R"( AND NOT EXISTS (SELECT FROM live) AND NOT EXISTS (SELECT FROM remembered)
     ON CONFLICT (key_hash) DO UPDATE
         SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = NULL, completed = false,
-            created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+            created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at, scope_id = EXCLUDED.scope_id
         WHERE r.expires_at <= EXCLUDED.created_at
     RETURNING 1)
 SELECT current_setting('transaction_isolation'), EXISTS (SELECT FROM reserved),
@@ -59,14 +60,14 @@ FROM (SELECT) AS answer LEFT JOIN live ON true)",
 // returns no row the lookup below tells why.
 constexpr statement_text reserve_in_text{R"(
 INSERT INTO idem_records AS r
-    (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
-SELECT $1, convert_from($2, 'UTF8'), $3, $4, NULL, false, clock.now, clock.now + $5
+    (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at, scope_id)
+SELECT $1, convert_from($2, 'UTF8'), $3, $4, NULL, false, clock.now, clock.now + $5, $6
 FROM (SELECT clock_timestamp() AS now) AS clock
 WHERE )" IDEM_READ_COMMITTED R"(
   AND NOT EXISTS (SELECT FROM idem_tombstones WHERE key_hash = $1 AND forget_at > clock.now)
 ON CONFLICT (key_hash) DO UPDATE
     SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = NULL, completed = false,
-        created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+        created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at, scope_id = EXCLUDED.scope_id
     WHERE r.expires_at <= EXCLUDED.created_at
 RETURNING 1)",
                                          reserve_types, "reserving a record"};
@@ -100,14 +101,14 @@ FROM (SELECT) AS answer LEFT JOIN (
 // behind it cannot commit the business writes of a duplicate.
 // $5 payload, $6 completed (else in flight, and $5 ignored), $7 retention or lease;
 // $8 the fingerprint's digest and $9 the remembered window (both NULL: none) for
-// the key's tombstone, written by the same statement.
-constexpr Oid insert_types[] = {bytea_oid, bytea_oid,    bytea_oid, bytea_oid,   bytea_oid,
-                                bool_oid,  interval_oid, bytea_oid, interval_oid};
+// the key's tombstone, written by the same statement; $10 the scope id.
+constexpr Oid insert_types[] = {bytea_oid, bytea_oid,    bytea_oid, bytea_oid,    bytea_oid,
+                                bool_oid,  interval_oid, bytea_oid, interval_oid, bytea_oid};
 constexpr statement_text insert_text{R"(
 WITH inserted AS (
     INSERT INTO idem_records
-        (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
-    SELECT $1, convert_from($2, 'UTF8'), $3, $4, CASE WHEN $6 THEN $5 END, $6, clock.now, clock.now + $7
+        (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at, scope_id)
+    SELECT $1, convert_from($2, 'UTF8'), $3, $4, CASE WHEN $6 THEN $5 END, $6, clock.now, clock.now + $7, $10
     FROM (SELECT clock_timestamp() AS now) AS clock
     RETURNING key_hash, created_at),
 remembered AS (
@@ -119,19 +120,19 @@ SELECT)",
 
 // $5 payload, $6 retention. A live entry with another token, or a completed
 // one, stays as it is. $7 the fingerprint's digest and $8 the remembered window
-// (both NULL: none): the key's tombstone, when it completed.
-constexpr Oid complete_types[] = {bytea_oid, bytea_oid,    bytea_oid, bytea_oid,
-                                  bytea_oid, interval_oid, bytea_oid, interval_oid};
+// (both NULL: none): the key's tombstone, when it completed. $9 the scope id.
+constexpr Oid complete_types[] = {bytea_oid,    bytea_oid, bytea_oid,    bytea_oid, bytea_oid,
+                                  interval_oid, bytea_oid, interval_oid, bytea_oid};
 constexpr statement_text complete_text{R"(
 WITH completed AS (
     INSERT INTO idem_records AS r
-        (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at)
-    SELECT $1, convert_from($2, 'UTF8'), $3, $4, $5, true, clock.now, clock.now + $6
+        (key_hash, namespace, token, fingerprint, payload, completed, created_at, expires_at, scope_id)
+    SELECT $1, convert_from($2, 'UTF8'), $3, $4, $5, true, clock.now, clock.now + $6, $9
     FROM (SELECT clock_timestamp() AS now) AS clock
     WHERE )" IDEM_READ_COMMITTED R"(
     ON CONFLICT (key_hash) DO UPDATE
         SET token = EXCLUDED.token, fingerprint = EXCLUDED.fingerprint, payload = EXCLUDED.payload, completed = true,
-            created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+            created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at, scope_id = EXCLUDED.scope_id
         WHERE r.expires_at <= EXCLUDED.created_at OR (NOT r.completed AND r.token = EXCLUDED.token)
     RETURNING key_hash, created_at),
 remembered AS (
@@ -194,13 +195,14 @@ ORDER BY created_at DESC, key_hash LIMIT $2)",
 // so the rows that expired before $2 need not be read: the planner walks the
 // expires_at index from $2 when that range is a small part of the table, else
 // scans it. $2 is the time since the Unix epoch, as an interval.
-constexpr Oid completed_since_types[] = {bytea_oid, interval_oid, int8_oid};
+// $4 a scope id, or NULL for every scope.
+constexpr Oid completed_since_types[] = {bytea_oid, interval_oid, int8_oid, bytea_oid};
 constexpr statement_text completed_since_text{R"(
 SELECT key_hash, completed, created_at, expires_at, (SELECT clock_timestamp()),
        coalesce(octet_length(payload), 0)::bigint
 FROM idem_records
 WHERE expires_at > timestamptz 'epoch' + $2 AND namespace = convert_from($1, 'UTF8') AND completed
-  AND created_at >= timestamptz 'epoch' + $2
+  AND created_at >= timestamptz 'epoch' + $2 AND ($4::bytea IS NULL OR scope_id = $4)
 ORDER BY created_at DESC, key_hash LIMIT $3)",
                                               completed_since_types, "listing records completed since a time"};
 
@@ -285,11 +287,16 @@ void bind_remember(parameters& p, const std::string& digest, duration remember) 
 }
 
 // The record's primary key and namespace as statement parameters 1 and 2.
+// $1 and $2 of the statements that write a row, and the scope id their last
+// parameter takes (bind_scope(), after the others).
 struct identity {
     std::string scratch;
+    scope_id_type scope{};
     void bind(parameters& p, const record_key& key) {
+        scope = scope_id(key.owner());
         p.bytes(record_id(key.digest())).bytes(readable(key.name_space(), scratch));
     }
+    void bind_scope(parameters& p) const { p.bytes(scope); }
 };
 
 }  // namespace
@@ -355,6 +362,7 @@ public:
               std::optional<std::string_view> payload, duration span, duration remember)
         : at_commit(std::move(owner)),
           digest_(key.digest()),
+          scope_(scope_id(key.owner())),
           name_space_(readable(key.name_space(), scratch_)),
           token_(unheld_token),
           fingerprint_(fingerprint),
@@ -368,6 +376,7 @@ public:
         values_.bytes(record_id(digest_)).bytes(name_space_);
         values_.bytes(token_).bytes(fingerprint_).bytes(payload_).boolean(completed_).interval(span_);
         bind_remember(values_, fingerprint_digest_, remember_);
+        values_.bytes(scope_);
         first_ = p.size();
         owner_->insert_.queue(p, values_);
         last_ = p.size();
@@ -379,6 +388,7 @@ public:
 
 private:
     std::array<std::byte, 32> digest_;
+    scope_id_type scope_;
     std::string scratch_;
     std::string name_space_;  // as readable text
     std::string token_, fingerprint_, payload_;
@@ -532,6 +542,7 @@ reservation record_statements::try_reserve(const record_key& key, std::string_vi
     parameters values;
     id.bind(values, key);
     values.bytes(token).bytes(fingerprint).interval(lease);
+    id.bind_scope(values);
     // Between two statements an entry can change (it expired, or was released
     // or purged): then reserve again.
     for (int attempt = 0; attempt < 8; ++attempt) {
@@ -550,6 +561,7 @@ reservation record_statements::try_reserve_in(const record_key& key, std::string
     parameters values;
     id.bind(values, key);
     values.bytes(token).bytes(fingerprint).interval(lease);
+    id.bind_scope(values);
     for (int attempt = 0; attempt < 8; ++attempt) {
         pipeline p(conn_);
         if (tx != nullptr && tx->held_begin() != nullptr) queue_begin(p, *tx);
@@ -655,6 +667,7 @@ bool record_statements::complete(const record_key& key, std::string_view token, 
     values.bytes(token).bytes(fingerprint).bytes(payload).interval(retention);
     const std::string digest = digest_if(fingerprint, remember);
     bind_remember(values, digest, remember);
+    id.bind_scope(values);
     return run_checked(complete_, values);
 }
 
@@ -689,14 +702,19 @@ std::vector<listed_record> record_statements::recent(std::string_view name_space
     return listed(p.last(), name_space);
 }
 
-std::vector<listed_record> record_statements::completed_since(std::string_view name_space, time_point since,
-                                                              std::size_t limit) {
+std::vector<listed_record> record_statements::completed_since(std::string_view name_space,
+                                                              const std::optional<scope_id_type>& owner,
+                                                              time_point since, std::size_t limit) {
     std::string scratch;
     parameters values;
     // Not before the epoch: a timestamp holds no time_point::min().
     values.bytes(readable(name_space, scratch))
         .interval(std::max(since.time_since_epoch(), duration::zero()))
         .int8(static_cast<std::int64_t>(limit));
+    if (owner)
+        values.bytes(*owner);
+    else
+        values.null();
     pipeline p(conn_);
     completed_since_.queue(p, values);
     p.run();

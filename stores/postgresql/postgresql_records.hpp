@@ -78,8 +78,9 @@ public:
     [[nodiscard]] std::vector<listed_record> recent(std::string_view name_space, std::size_t limit);
     // The completed rows of `name_space` written at or after `since`, newest first,
     // at most `limit`; found through the expires_at index when the planner finds it cheaper.
-    [[nodiscard]] std::vector<listed_record> completed_since(std::string_view name_space, time_point since,
-                                                             std::size_t limit);
+    [[nodiscard]] std::vector<listed_record> completed_since(std::string_view name_space,
+                                                             const std::optional<scope_id_type>& owner,
+                                                             time_point since, std::size_t limit);
     [[nodiscard]] forget_result forget(const record_id_type& id, bool force);
     // Deletes the key's tombstone; when it would have been forgotten, or nullopt when there was none.
     [[nodiscard]] std::optional<record_state> forget_tombstone(const record_id_type& id);

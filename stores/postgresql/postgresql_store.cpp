@@ -105,10 +105,13 @@ std::vector<listed_record> postgresql_store::recent(std::string_view name_space,
     return impl_->detached([&](pg::record_statements& s) { return s.recent(name_space, limit); });
 }
 
-std::vector<listed_record> postgresql_store::completed_since(std::string_view name_space, time_point since,
+std::vector<listed_record> postgresql_store::completed_since(std::string_view name_space,
+                                                             const std::optional<scope>& owner, time_point since,
                                                              std::size_t limit) {
     detail::check_recent_arguments(name_space, limit);
-    return impl_->detached([&](pg::record_statements& s) { return s.completed_since(name_space, since, limit); });
+    std::optional<detail::scope_id_type> id;
+    if (owner) id = detail::scope_id(*owner);
+    return impl_->detached([&](pg::record_statements& s) { return s.completed_since(name_space, id, since, limit); });
 }
 
 forget_result postgresql_store::forget(std::span<const std::byte> digest, bool force) {

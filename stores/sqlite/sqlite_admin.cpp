@@ -28,10 +28,11 @@ FROM idem_records WHERE namespace = ?1 ORDER BY updated_at DESC, key_hash LIMIT 
 // A record completed at or after ?2 expires after it (a retention is at least
 // a millisecond): the expires_at index finds those rows, and the rows that
 // expired before ?2 are never read. INDEXED BY: this read never scans the table.
+// ?4 a scope id, or NULL for every scope.
 constexpr std::string_view completed_since_sql = R"(
 SELECT key_hash, state, updated_at, expires_at, length(payload), typeof(payload) = 'blob'
 FROM idem_records INDEXED BY idem_records_expires_at
-WHERE expires_at > ?2 AND namespace = ?1 AND state = 1 AND updated_at >= ?2
+WHERE expires_at > ?2 AND namespace = ?1 AND state = 1 AND updated_at >= ?2 AND (?4 IS NULL OR scope_id = ?4)
 ORDER BY updated_at DESC, key_hash LIMIT ?3)";
 
 constexpr std::string_view delete_sql = R"(
@@ -112,12 +113,14 @@ std::vector<listed_record> admin_statements::recent(std::string_view name_space,
     return listed(s, name_space, now);
 }
 
-std::vector<listed_record> admin_statements::completed_since(std::string_view name_space, std::int64_t since,
-                                                             std::size_t limit, std::int64_t now) {
+std::vector<listed_record> admin_statements::completed_since(std::string_view name_space,
+                                                             const std::optional<scope_id_type>& owner,
+                                                             std::int64_t since, std::size_t limit, std::int64_t now) {
     statement_use s(completed_since_);
     s->bind_text(1, name_space);
     s->bind(2, since);
     s->bind(3, static_cast<std::int64_t>(limit));
+    if (owner) s->bind(4, *owner);
     return listed(s, name_space, now);
 }
 

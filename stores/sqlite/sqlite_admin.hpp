@@ -27,10 +27,12 @@ public:
     [[nodiscard]] std::optional<record_state> inspect(const record_id_type& id, bool with_payload, std::int64_t now);
     // The `limit` rows of `name_space` written last, newest first.
     [[nodiscard]] std::vector<listed_record> recent(std::string_view name_space, std::size_t limit, std::int64_t now);
-    // The `limit` completed rows of `name_space` written at or after `since`
-    // (milliseconds since the epoch), newest first, found through the expires_at index.
-    [[nodiscard]] std::vector<listed_record> completed_since(std::string_view name_space, std::int64_t since,
-                                                             std::size_t limit, std::int64_t now);
+    // The `limit` completed rows of `name_space` (and of the scope `owner`, when
+    // set) written at or after `since` (milliseconds since the epoch), newest
+    // first, found through the expires_at index.
+    [[nodiscard]] std::vector<listed_record> completed_since(std::string_view name_space,
+                                                             const std::optional<scope_id_type>& owner,
+                                                             std::int64_t since, std::size_t limit, std::int64_t now);
     // Deletes the row of `id` unless it is in flight and `force` is not set; in
     // the caller's transaction, which holds the write lock, so nothing changes
     // between the look and the delete.

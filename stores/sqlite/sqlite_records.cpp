@@ -9,16 +9,18 @@
 namespace idem::detail::sqlite {
 namespace {
 
+// ?1 the key hash, ?2 the namespace and ?10 the scope id (bind_identity) in
+// every statement that writes a row.
 // Expired means expires_at <= now, the same test everywhere: a row is either
 // live (and untouchable but by its token) or absent. A live tombstone keeps an
 // absent or expired key from being reserved: read_live() then answers from it.
 constexpr std::string_view reserve_sql = R"(
-INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, expires_at, updated_at)
-SELECT ?1, ?2, ?3, ?4, 0, NULL, ?5, ?6
+INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, expires_at, updated_at, scope_id)
+SELECT ?1, ?2, ?3, ?4, 0, NULL, ?5, ?6, ?10
 WHERE NOT EXISTS (SELECT 1 FROM idem_tombstones WHERE key_hash = ?1 AND forget_at > ?6)
 ON CONFLICT (key_hash) DO UPDATE SET
     fingerprint = excluded.fingerprint, token = excluded.token, state = 0, payload = NULL,
-    expires_at = excluded.expires_at, updated_at = excluded.updated_at
+    expires_at = excluded.expires_at, updated_at = excluded.updated_at, scope_id = excluded.scope_id
 WHERE idem_records.expires_at <= excluded.updated_at
 RETURNING 1)";
 
@@ -26,19 +28,19 @@ RETURNING 1)";
 // since its BEGIN IMMEDIATE and looked the key up under it, so the key is free;
 // a plain INSERT still fails rather than overwrite anything.
 constexpr std::string_view insert_sql = R"(
-INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, expires_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8))";
+INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, expires_at, updated_at, scope_id)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10))";
 
 constexpr std::string_view lookup_sql = R"(
 SELECT state, token, fingerprint, payload, expires_at FROM idem_records WHERE key_hash = ?1)";
 
 // A live entry with another token, or a completed one, stays as it is.
 constexpr std::string_view complete_sql = R"(
-INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, expires_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7)
+INSERT INTO idem_records (key_hash, namespace, fingerprint, token, state, payload, expires_at, updated_at, scope_id)
+VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?10)
 ON CONFLICT (key_hash) DO UPDATE SET
     fingerprint = excluded.fingerprint, token = excluded.token, state = 1, payload = excluded.payload,
-    expires_at = excluded.expires_at, updated_at = excluded.updated_at
+    expires_at = excluded.expires_at, updated_at = excluded.updated_at, scope_id = excluded.scope_id
 WHERE idem_records.expires_at <= excluded.updated_at
    OR (idem_records.state = 0 AND idem_records.token = excluded.token)
 RETURNING 1)";
@@ -64,9 +66,12 @@ constexpr std::string_view forget_ended_sql = R"(
 DELETE FROM idem_tombstones WHERE key_hash IN
     (SELECT key_hash FROM idem_tombstones WHERE forget_at <= ?1 ORDER BY forget_at LIMIT ?2))";
 
-void bind_identity(statement_use& s, const record_key& key) {
+// `scope` holds the key's scope id until the statement has run (bindings are by pointer).
+void bind_identity(statement_use& s, const record_key& key, scope_id_type& scope) {
+    scope = scope_id(key.owner());
     s->bind(1, record_id(key.digest()));
     s->bind_text(2, key.name_space());
+    s->bind(10, scope);
 }
 
 [[noreturn]] void corrupt(const record_key& key, const char* why) {
@@ -101,7 +106,8 @@ reservation record_statements::try_reserve(const record_key& key, std::string_vi
                                            record_times t) {
     {
         statement_use s(reserve_);
-        bind_identity(s, key);
+        scope_id_type scope;
+        bind_identity(s, key, scope);
         s->bind_blob(3, fingerprint);
         s->bind_text(4, token);
         s->bind(5, t.expires_at);
@@ -183,7 +189,8 @@ void record_statements::insert(const record_key& key, std::string_view fingerpri
                                std::optional<std::int64_t> forget_at) {
     {
         statement_use s(insert_);
-        bind_identity(s, key);
+        scope_id_type scope;
+        bind_identity(s, key, scope);
         s->bind_blob(3, fingerprint);
         s->bind_text(4, token);
         s->bind(5, std::int64_t{payload ? 1 : 0});
@@ -215,7 +222,8 @@ bool record_statements::complete(const record_key& key, std::string_view token, 
                                  std::string_view payload, record_times t, std::optional<std::int64_t> forget_at) {
     {
         statement_use s(complete_);
-        bind_identity(s, key);
+        scope_id_type scope;
+        bind_identity(s, key, scope);
         s->bind_blob(3, fingerprint);
         s->bind_text(4, token);
         s->bind_blob(5, payload);

@@ -189,13 +189,15 @@ std::vector<listed_record> sqlite_store::recent(std::string_view name_space, std
         [&](unit_of_work& tx) { return impl_->admin(tx).recent(name_space, limit, impl_->now()); });
 }
 
-std::vector<listed_record> sqlite_store::completed_since(std::string_view name_space, time_point since,
-                                                         std::size_t limit) {
+std::vector<listed_record> sqlite_store::completed_since(std::string_view name_space, const std::optional<scope>& owner,
+                                                         time_point since, std::size_t limit) {
     detail::check_recent_arguments(name_space, limit);
     // Rows hold the millisecond a write began in, floored: so is `since`.
     const std::int64_t from = std::chrono::floor<std::chrono::milliseconds>(since.time_since_epoch()).count();
+    std::optional<detail::scope_id_type> id;
+    if (owner) id = detail::scope_id(*owner);
     return impl_->detached_tx(
-        [&](unit_of_work& tx) { return impl_->admin(tx).completed_since(name_space, from, limit, impl_->now()); });
+        [&](unit_of_work& tx) { return impl_->admin(tx).completed_since(name_space, id, from, limit, impl_->now()); });
 }
 
 forget_result sqlite_store::forget(std::span<const std::byte> digest, bool force) {

@@ -38,7 +38,7 @@ TEST_CASE("migrate applies the schema once; a second run applies nothing and sti
           "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied 0004_steps\napplied "
           "0005_completer\n"
           "applied 0006_outbox_claim_order\napplied 0007_operation_failures\napplied 0008_outbox_lean\napplied "
-          "0009_outbox_intake\napplied 0010_tombstones\n");
+          "0009_outbox_intake\napplied 0010_tombstones\napplied 0011_scope_ids\n");
     CHECK(w.rows() == 0);
 
     r = w.idem({"migrate", "--db", w.db});
@@ -59,7 +59,7 @@ TEST_CASE("--db accepts sqlite:PATH, sqlite:///PATH and paths ending in .db, .sq
               "applied 0001_create_records\napplied 0002_lean_records\napplied 0003_outbox\napplied "
               "0004_steps\napplied 0005_completer\n"
               "applied 0006_outbox_claim_order\napplied 0007_operation_failures\napplied 0008_outbox_lean\napplied "
-              "0009_outbox_intake\napplied 0010_tombstones\n");
+              "0009_outbox_intake\napplied 0010_tombstones\napplied 0011_scope_ids\n");
     }
     CHECK(std::filesystem::exists(base / "a"));
     CHECK(std::filesystem::exists(base / "b.data"));
@@ -598,6 +598,17 @@ TEST_CASE("inspect --since lists what a namespace completed since a time, newest
     CHECK(lines_of(r.out).size() == 7);  // old-0 too: expired, but completed since
     CHECK(contains(r.out, hash_of("old", 0) + "  expired (was completed)"));
 
+    // One scope's records: the seeded ones are all tenant acme's; another tenant has none.
+    r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--since", "1h", "--tenant", "acme"});
+    CHECK(r.exit_code == 0);
+    CHECK(lines_of(r.out).size() == 5);
+    for (int n = 0; n < 3; ++n) CHECK(contains(r.out, hash_of("new", n)));
+    r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--since", "1h", "--tenant", "acme2"});
+    CHECK(r.exit_code == 3);
+    CHECK(contains(r.err, "no record of namespace cli and scope "));
+    r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--since", "1h", "--user", "acme"});
+    CHECK(r.exit_code == 3);
+
     // Nothing completed since then, or an unknown namespace: exit 3, said on stderr.
     r = w.idem({"inspect", "--db", w.db, "--namespace", "cli", "--since", "1m"});
     CHECK(r.exit_code == 3);
@@ -614,7 +625,8 @@ TEST_CASE("inspect --since lists what a namespace completed since a time, newest
              {{"--namespace", "cli", "--since", "2024-11-29T22:02:21"}, "Z for UTC"},
              {{"--namespace", "cli", "--since", "2024-11-29T25:02:21Z"}, "no such time of day"},
              {{"--namespace", "cli", "--since", "1969-12-31T00:00:00Z"}, "from 1970"},
-             {{"--namespace", "cli", "--since", "1h", "--tenant", "acme"}, "SQL rows hold no scope"},
+             {{"--namespace", "cli", "--since", "1h", "--tenant", "acme", "--user", "u"}, "exactly one of"},
+             {{"--namespace", "cli", "--recent", "5", "--tenant", "acme"}, "lists a namespace, not a scope"},
              {{"--namespace", "cli", "--since", "1h", "--limit", "0"}, "--limit takes 1 to 1000"},
              {{"--namespace", "cli", "--since", "1h", "--limit", "1001"}, "--limit takes 1 to 1000"},
              {{"--namespace", "cli", "--limit", "5"}, "--limit goes with --since"},

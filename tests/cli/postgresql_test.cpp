@@ -124,7 +124,7 @@ TEST_CASE("postgresql: migrate applies the schema once, then nothing, exit 0 bot
           "applied 0001_create_records\napplied 0002_purge_by_insertion_order\napplied 0003_purge_by_expiry\n"
           "applied 0004_lean_records\napplied 0005_outbox\napplied 0006_steps\napplied 0007_completer\n"
           "applied 0008_outbox_claim_order\napplied 0009_operation_failures\napplied 0010_outbox_lean\napplied "
-          "0011_outbox_intake\napplied 0012_tombstones\n");
+          "0011_outbox_intake\napplied 0012_tombstones\napplied 0013_scope_ids\n");
     r = w.idem({"migrate", "--db", "postgres" + db.uri.substr(10)});  // postgres:// too
     CHECK(r.exit_code == 0);
     CHECK(r.out == "nothing to apply: the schema is up to date\n");
@@ -294,9 +294,16 @@ TEST_CASE("postgresql: inspect --since lists what a namespace completed since a 
     r = w.idem({"inspect", "--db", db.uri, "--namespace", "none", "--since", "7d"});
     CHECK(r.exit_code == 3);
     CHECK(contains(r.err, "no record of namespace none completed since"));
+    // One scope's: every cli record is tenant acme's.
+    r = w.idem({"inspect", "--db", db.uri, "--namespace", "cli", "--since", "3h", "--tenant", "acme"});
+    CHECK(r.exit_code == 0);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
+    r = w.idem({"inspect", "--db", db.uri, "--namespace", "cli", "--since", "3h", "--client", "shop"});
+    CHECK(r.exit_code == 3);
+    CHECK(contains(r.err, "no record of namespace cli and scope client:shop completed since"));
     for (const auto& args : std::vector<std::vector<std::string>>{
              {"--namespace", "cli", "--since", "2024-13-01T00:00:00Z"},
-             {"--namespace", "cli", "--since", "1h", "--client", "shop"},
+             {"--namespace", "cli", "--since", "1h", "--client", "shop", "--tenant", "acme"},
              {"--namespace", "cli", "--since", "1h", "--limit", "1001"},
          }) {
         std::vector<std::string> all{"inspect", "--db", db.uri};

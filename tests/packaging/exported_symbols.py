@@ -61,8 +61,9 @@ ALLOWED = [
     (r"^idem::detail::operations_table::", {"libidem_sql"}),
     # The test-only switch that shows the lost updates the mapped objects' checks prevent.
     (r"^idem::detail::set_concurrency_checks$", {"libidem_sql"}),
-    # SHA-1 and hex of libidem's crypto: the Redis store names its Lua scripts by their SHA-1 (EVALSHA).
-    (r"^idem::detail::(sha1|hex)$", {"libidem"}),
+    # SHA-1, SHA-256 and hex of libidem's crypto: the Redis store names its Lua scripts by their SHA-1
+    # (EVALSHA); the SQL stores keep a scope's id, the first bytes of its SHA-256 (lib/sql/record_id.hpp).
+    (r"^idem::detail::(sha1|sha256|hex)$", {"libidem"}),
     # Random bytes and UUIDv4s of libidem's CSPRNG: the HTTP client's keys (idem_httplib), message ids and
     # claim tokens (idem_sql, idem_database).
     (r"^idem::detail::(random_bytes|random_uuid)$", {"libidem"}),

@@ -117,11 +117,11 @@ TEST_CASE("migrations started by several processes at once are applied exactly o
         {worker, "migrate", fresh}, 4,
         {"0001_create_records", "0002_purge_by_insertion_order", "0003_purge_by_expiry", "0004_lean_records",
          "0005_outbox", "0006_steps", "0007_completer", "0008_outbox_claim_order", "0009_operation_failures",
-         "0010_outbox_lean", "0011_outbox_intake", "0012_tombstones"});
+         "0010_outbox_lean", "0011_outbox_intake", "0012_tombstones", "0013_scope_ids"});
     {
         soci::session session;
         idem::open_postgresql_session(session, fresh);
-        CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 12);  // every migration, once
+        CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 13);  // every migration, once
         CHECK(bank::count(session, "SELECT count(*) FROM pg_tables WHERE tablename = 'idem_records'") == 1);
     }
 }

@@ -269,7 +269,7 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
     fixture f;
     CHECK(f.store.migrate().empty());
     CHECK(f.store.migrate().empty());
-    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_schema_versions") == 12);
+    CHECK(bank::count(f.session, "SELECT count(*) FROM idem_schema_versions") == 13);
 
     {
         idem::test::scratch_database scratch(f.conninfo, "fresh");
@@ -283,7 +283,7 @@ TEST_CASE("postgresql store: migrate is versioned and idempotent; a missing sche
                                                           "0003_purge_by_expiry", "0004_lean_records", "0005_outbox",
                                                           "0006_steps", "0007_completer", "0008_outbox_claim_order",
                                                           "0009_operation_failures", "0010_outbox_lean",
-                                                          "0011_outbox_intake", "0012_tombstones"});
+                                                          "0011_outbox_intake", "0012_tombstones", "0013_scope_ids"});
         CHECK(store.migrate().empty());
         CHECK(store.try_reserve(idem::record_key("m", "k"), "fp", 1min).status == reservation_status::reserved);
 
@@ -324,7 +324,7 @@ TEST_CASE("postgresql store: a table of the first schema, with rows in it, moves
              "hour')";
 
     idem::postgresql_store store{{.connection = scratch.conninfo()}};  // migrates on open
-    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 12);
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 13);
     CHECK(bank::count(s, "SELECT count(*) FROM idem_tombstones") == 0);  // nothing was remembered before
     // Keyed by the digest's first 16 bytes, without the key and scope text.
     CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE key_hash = '\\x" + idem::test::record_id_hex(done) +

@@ -69,10 +69,10 @@ TEST_CASE("migrations started by several processes at once are applied exactly o
     idem::test::race_migrations({worker, "migrate", db}, 4,
                                 {"0001_create_records", "0002_lean_records", "0003_outbox", "0004_steps",
                                  "0005_completer", "0006_outbox_claim_order", "0007_operation_failures",
-                                 "0008_outbox_lean", "0009_outbox_intake", "0010_tombstones"});
+                                 "0008_outbox_lean", "0009_outbox_intake", "0010_tombstones", "0011_scope_ids"});
 
     soci::session session;
     idem::open_sqlite_session(session, db);
-    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 10);
+    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 11);
     CHECK(bank::count(session, "SELECT count(*) FROM sqlite_master WHERE name = 'idem_records'") == 1);
 }

@@ -133,7 +133,7 @@ TEST_CASE("sqlite store: migrate applies each migration once") {
     CHECK(lazy.migrate() == std::vector<std::string>{"0001_create_records", "0002_lean_records", "0003_outbox",
                                                      "0004_steps", "0005_completer", "0006_outbox_claim_order",
                                                      "0007_operation_failures", "0008_outbox_lean",
-                                                     "0009_outbox_intake", "0010_tombstones"});
+                                                     "0009_outbox_intake", "0010_tombstones", "0011_scope_ids"});
     CHECK(lazy.migrate().empty());
     idem::sqlite_store again{{.path = db, .connection = fast}};  // migrates on open: nothing to do
     CHECK(again.migrate().empty());
@@ -141,7 +141,7 @@ TEST_CASE("sqlite store: migrate applies each migration once") {
 
     soci::session session;
     idem::open_sqlite_session(session, db, fast);
-    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 10);
+    CHECK(bank::count(session, "SELECT count(*) FROM idem_schema_versions") == 11);
     // A schema from a newer library is not touched.
     session << "INSERT INTO idem_schema_versions (version, name) VALUES (9999, '9999_future')";
     try {
@@ -178,7 +178,7 @@ TEST_CASE("sqlite store: a table of the first schema, with rows in it, moves to 
     idem::sqlite_store store{{.path = db, .connection = fast}};  // migrates on open
     soci::session s;
     idem::open_sqlite_session(s, db, fast);
-    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 10);
+    CHECK(bank::count(s, "SELECT count(*) FROM idem_schema_versions") == 11);
     CHECK(bank::count(s, "SELECT count(*) FROM idem_tombstones") == 0);  // nothing was remembered before
     CHECK(bank::count(s, "SELECT count(*) FROM idem_records WHERE length(key_hash) = 16") == 3);
     CHECK(bank::count(

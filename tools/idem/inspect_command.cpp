@@ -91,19 +91,19 @@ std::size_t list_size(std::int64_t count, const char* flag) {
 }
 
 // What a listing (--recent, --since) refuses: a Redis ledger, and anything
-// that names one record; a scope flag with its own reason.
-void check_listing(const inspect_args& args, const char* flag) {
+// that names one record; a scope flag unless it may be `scoped` (--since lists
+// one scope's records; --recent lists a namespace).
+void check_listing(const inspect_args& args, const char* flag, bool scoped) {
     if (!args.redis.empty())
         throw std::invalid_argument(fmt::format(
             "idem: {} lists a SQL store's records (--db): Redis keeps no write time and no index of a namespace, "
             "so a Redis ledger can only show one record, named by --namespace, one scope flag and --key",
             flag));
     const record_key_flags& k = args.key;
-    if (k.scoped())
+    if (k.scoped() && !scoped)
         throw std::invalid_argument(fmt::format(
-            "idem: {} lists a namespace, not a scope: SQL rows hold no scope or key text (only the digest of the "
-            "whole key), so no scope can be picked out of them; give --namespace alone, or name one record by "
-            "--namespace, one scope flag and --key",
+            "idem: {} lists a namespace, not a scope: give --namespace alone (--since lists one scope's records), "
+            "or name one record by --namespace, one scope flag and --key",
             flag));
     if (k.name_space.empty() || !args.key_hash.empty() || !k.key.empty() || args.payload)
         throw std::invalid_argument(fmt::format(
@@ -115,7 +115,7 @@ void check_listing(const inspect_args& args, const char* flag) {
 // --namespace NS --recent N: one line per record, newest first.
 int inspect_recent(const inspect_args& args) {
     const std::size_t n = list_size(*args.recent, "--recent");
-    check_listing(args, "--recent");
+    check_listing(args, "--recent", false);
     if (args.limit) throw std::invalid_argument("idem: --limit goes with --since; --recent N says how many itself");
     const database_url db = parse_database_url(args.url);
     const auto rows =
@@ -132,14 +132,18 @@ int inspect_recent(const inspect_args& args) {
 // newest first, one line per record.
 int inspect_since(const inspect_args& args) {
     if (args.recent) throw std::invalid_argument("idem: --recent and --since are two listings: give one of them");
-    check_listing(args, "--since");
+    check_listing(args, "--since", true);
     const std::size_t n = list_size(args.limit.value_or(default_since_limit), "--limit");
     const time_point since = parse_time(args.since, clock::system()->now());
+    std::optional<scope> owner;
+    if (args.key.scoped()) owner = args.key.owner();
     const database_url db = parse_database_url(args.url);
-    const auto rows = on_database(
-        db, [&] { return open_store(db, open_mode::read_only).admin->completed_since(args.key.name_space, since, n); });
+    const auto rows = on_database(db, [&] {
+        return open_store(db, open_mode::read_only).admin->completed_since(args.key.name_space, owner, since, n);
+    });
     if (rows.empty()) {
-        std::cerr << "idem: no record of namespace " << args.key.name_space << " completed since " << utc(since)
+        std::cerr << "idem: no record of namespace " << args.key.name_space
+                  << (owner ? " and scope " + owner->text() : std::string()) << " completed since " << utc(since)
                   << "\n";
         return exit_not_found;
     }

@@ -17,19 +17,22 @@ void record_key_flags::add_to(CLI::App& command, bool required) {
     command.add_option("--custom", custom, "scope::custom(KIND, VALUE)")->expected(2);
 }
 
-record_key record_key_flags::build() const {
+scope record_key_flags::owner() const {
     const int scopes = (global ? 1 : 0) + (user.empty() ? 0 : 1) + (tenant.empty() ? 0 : 1) + (client.empty() ? 0 : 1) +
                        (user_and_tenant.empty() ? 0 : 1) + (custom.empty() ? 0 : 1);
     if (scopes != 1)
         throw CLI::ValidationError(
             "scope", "give exactly one of --global, --user, --tenant, --client, --user-and-tenant, --custom");
-    const scope owner = global            ? scope::global()
-                        : !user.empty()   ? scope::user(user)
-                        : !tenant.empty() ? scope::tenant(tenant)
-                        : !client.empty() ? scope::client(client)
-                        : !custom.empty() ? scope::custom(custom[0], custom[1])
-                                          : scope::user_and_tenant(user_and_tenant[0], user_and_tenant[1]);
-    return record_key(name_space, owner, key);
+    return global            ? scope::global()
+           : !user.empty()   ? scope::user(user)
+           : !tenant.empty() ? scope::tenant(tenant)
+           : !client.empty() ? scope::client(client)
+           : !custom.empty() ? scope::custom(custom[0], custom[1])
+                             : scope::user_and_tenant(user_and_tenant[0], user_and_tenant[1]);
+}
+
+record_key record_key_flags::build() const {
+    return record_key(name_space, owner(), key);
 }
 
 }  // namespace idem::cli

@@ -28,6 +28,8 @@ struct record_key_flags {
     // Throws CLI::ValidationError unless exactly one scope flag is given;
     // std::invalid_argument for a part idem rejects (empty, invalid UTF-8, too long).
     [[nodiscard]] record_key build() const;
+    // The scope alone, as build() checks it.
+    [[nodiscard]] scope owner() const;
 };
 
 }  // namespace idem::cli
