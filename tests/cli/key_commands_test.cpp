@@ -132,9 +132,10 @@ TEST_CASE("an unknown command is named, with the commands there are") {
     CHECK(r.out.empty());
     // `relay` and `outbox` come with idem::database and the HTTP sink.
     const std::string outbox_commands = IDEM_CLI_OUTBOX ? ", relay, outbox" : "";
-    CHECK(r.err ==
-          "idem: unknown command 'idem bogus'; the commands are migrate, purge, key, inspect, forget, complete" +
-              outbox_commands + " (`idem --help`)\n");
+    CHECK(
+        r.err ==
+        "idem: unknown command 'idem bogus'; the commands are migrate, purge, key, inspect, forget, complete, reseal" +
+            outbox_commands + " (`idem --help`)\n");
     r = w.idem({"key", "derived", "refund"});
     CHECK(r.exit_code == 2);
     CHECK(r.err ==
