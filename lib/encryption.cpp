@@ -7,6 +7,7 @@
 // 800-38D), far past what a key seals between rotations.
 #include "idem/encryption.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include <array>
@@ -27,22 +28,6 @@ constexpr std::size_t nonce_bytes = 12, tag_bytes = 16, key_bytes = 32;
 
 using cipher_context = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)>;
 
-// Fetched once: OpenSSL 3 looks EVP_aes_256_gcm() up in its providers at every init otherwise.
-const EVP_CIPHER* aes_256_gcm() {
-    static const std::unique_ptr<EVP_CIPHER, decltype(&EVP_CIPHER_free)> cipher(
-        EVP_CIPHER_fetch(nullptr, "AES-256-GCM", nullptr), &EVP_CIPHER_free);
-    if (!cipher) throw std::runtime_error("idem: OpenSSL has no AES-256-GCM");
-    return cipher.get();
-}
-
-// One context per thread, reset before each use: allocating one per payload costs more than sealing it.
-EVP_CIPHER_CTX* thread_context() {
-    thread_local const cipher_context ctx(EVP_CIPHER_CTX_new(), &EVP_CIPHER_CTX_free);
-    if (!ctx) throw std::runtime_error("idem: OpenSSL could not make a cipher context");
-    EVP_CIPHER_CTX_reset(ctx.get());
-    return ctx.get();
-}
-
 const unsigned char* bytes_of(std::string_view s) {
     return reinterpret_cast<const unsigned char*>(s.data());
 }
@@ -53,6 +38,56 @@ unsigned char* bytes_of(std::string& s) {
 
 void check(int ok) {
     if (ok != 1) throw std::runtime_error("idem: AES-256-GCM failed in OpenSSL");
+}
+
+// Fetched once: OpenSSL 3 looks EVP_aes_256_gcm() up in its providers at every init otherwise.
+const EVP_CIPHER* aes_256_gcm() {
+    static const std::unique_ptr<EVP_CIPHER, decltype(&EVP_CIPHER_free)> cipher(
+        EVP_CIPHER_fetch(nullptr, "AES-256-GCM", nullptr), &EVP_CIPHER_free);
+    if (!cipher) throw std::runtime_error("idem: OpenSSL has no AES-256-GCM");
+    return cipher.get();
+}
+
+// A thread's context for one direction, kept with the key schedule of the
+// last key it was given: a ring seals under one key and mostly opens what
+// that key sealed, so most payloads only set a new nonce. Allocating a context
+// and expanding the key for every payload cost more than sealing it.
+class keyed_context {
+public:
+    keyed_context() : ctx_(EVP_CIPHER_CTX_new(), &EVP_CIPHER_CTX_free) {
+        if (!ctx_) throw std::runtime_error("idem: OpenSSL could not make a cipher context");
+    }
+    ~keyed_context() { OPENSSL_cleanse(key_.data(), key_.size()); }
+    keyed_context(const keyed_context&) = delete;
+    keyed_context& operator=(const keyed_context&) = delete;
+
+    // Ready to seal (or open) with `key` and `nonce`.
+    EVP_CIPHER_CTX* begin(bool seal, std::string_view key, const unsigned char* nonce) {
+        const auto init = seal ? &EVP_EncryptInit_ex2 : &EVP_DecryptInit_ex2;
+        const bool same_key = key == key_;
+        OPENSSL_cleanse(key_.data(), key_.size());
+        key_.clear();  // until this init succeeds
+        if (same_key)
+            check(init(ctx_.get(), nullptr, nullptr, nonce, nullptr));
+        else
+            check(init(ctx_.get(), aes_256_gcm(), bytes_of(key), nonce, nullptr));
+        key_.assign(key);
+        return ctx_.get();
+    }
+
+private:
+    cipher_context ctx_;
+    std::string key_;  // the key whose schedule ctx_ holds
+};
+
+EVP_CIPHER_CTX* begin_sealing(std::string_view key, const unsigned char* nonce) {
+    thread_local keyed_context sealing;
+    return sealing.begin(true, key, nonce);
+}
+
+EVP_CIPHER_CTX* begin_opening(std::string_view key, const unsigned char* nonce) {
+    thread_local keyed_context opening;
+    return opening.begin(false, key, nonce);
 }
 
 bool valid_id(std::string_view id) {
@@ -174,10 +209,8 @@ std::string encryption_keys::seal(std::string_view plaintext, std::string_view c
     out.append(reinterpret_cast<const char*>(nonce.data()), nonce.size());
     const std::size_t header = out.size();
     out.resize(header + plaintext.size() + tag_bytes);
-    EVP_CIPHER_CTX* ctx = thread_context();
+    EVP_CIPHER_CTX* ctx = begin_sealing(k.bytes, reinterpret_cast<const unsigned char*>(nonce.data()));
     int written = 0;
-    check(EVP_EncryptInit_ex2(ctx, aes_256_gcm(), bytes_of(k.bytes),
-                              reinterpret_cast<const unsigned char*>(nonce.data()), nullptr));
     check(EVP_EncryptUpdate(ctx, nullptr, &written, bytes_of(std::string_view(out).substr(0, header)),
                             static_cast<int>(header)));
     check(EVP_EncryptUpdate(ctx, nullptr, &written, bytes_of(context), static_cast<int>(context.size())));
@@ -201,9 +234,8 @@ std::string encryption_keys::open(std::string_view stored, std::string_view cont
                                  "idem: a stored payload is sealed under the key \"" + std::string(p.id) +
                                      "\", which the encryption keys do not have");
     std::string plain(p.ciphertext.size(), '\0');
-    EVP_CIPHER_CTX* ctx = thread_context();
+    EVP_CIPHER_CTX* ctx = begin_opening(key->bytes, bytes_of(p.nonce));
     int written = 0;
-    check(EVP_DecryptInit_ex2(ctx, aes_256_gcm(), bytes_of(key->bytes), bytes_of(p.nonce), nullptr));
     check(EVP_DecryptUpdate(ctx, nullptr, &written, bytes_of(p.header), static_cast<int>(p.header.size())));
     check(EVP_DecryptUpdate(ctx, nullptr, &written, bytes_of(context), static_cast<int>(context.size())));
     check(EVP_DecryptUpdate(ctx, bytes_of(plain), &written, bytes_of(p.ciphertext),
