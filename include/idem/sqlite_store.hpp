@@ -34,8 +34,8 @@ namespace idem {
 IDEM_API void open_sqlite_session(soci::session& session, const std::string& path,
                                   const sqlite_connection_options& options = {});
 // Configures a connected sqlite3 session the way the store configures its own:
-// WAL journal, the busy timeout (a handler that polls finely, so in-process
-// writers do not sleep for whole milliseconds) and the synchronous level.
+// WAL journal, the synchronous level, and the busy timeout; its writers then
+// wait for the file in this process's line (docs/sqlite.md, "Writers wait in line").
 IDEM_API void configure_sqlite_session(soci::session& session, const sqlite_connection_options& options = {});
 
 struct IDEM_API sqlite_store_options {

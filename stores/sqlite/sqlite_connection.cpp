@@ -1,12 +1,16 @@
 // Control statements on a SQLite session through its native handle: BEGIN
 // IMMEDIATE, COMMIT and ROLLBACK prepared once, errors with exact result codes.
+#include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "sql/soci_errors.hpp"
 #include "sql/sql_connection.hpp"
 #include "sql/sql_dialect.hpp"
 #include "sqlite_native.hpp"
+#include "writer_gate.hpp"
 
 namespace idem::detail {
 namespace {
@@ -14,12 +18,27 @@ namespace {
 class sqlite_connection final : public sql_connection {
 public:
     explicit sqlite_connection(soci::session& session) : session_(session) {}
+    ~sqlite_connection() override { leave_gate(); }
+    sqlite_connection(const sqlite_connection&) = delete;
+    sqlite_connection& operator=(const sqlite_connection&) = delete;
 
     // IMMEDIATE takes the write lock up front: a writer waits (busy timeout)
     // at BEGIN instead of failing at its first write with its reads already done.
-    void begin() override { run(&statements::begin); }
-    void commit() override { run(&statements::commit); }
-    void rollback() override { run(&statements::rollback); }
+    // It waits in the process's line for the file first, so it is woken when the
+    // writer before it ends rather than polling for the lock.
+    void begin() override {
+        enter_gate();
+        try {
+            run(&statements::begin);
+        } catch (...) {
+            sqlite::waiting_since(std::nullopt);
+            leave_gate();
+            throw;
+        }
+        sqlite::waiting_since(std::nullopt);
+    }
+    void commit() override { ending(&statements::commit); }
+    void rollback() override { ending(&statements::rollback); }
 
     void execute(const std::string& sql, std::string_view what) override {
         sqlite::execute(sqlite::native_handle(session_), sql.c_str(), what);
@@ -50,8 +69,47 @@ private:
         (void)use->step();
     }
 
+    // COMMIT or ROLLBACK; the gate stays held while a transaction is still open
+    // (a COMMIT refused as busy, a ROLLBACK that failed), until it ends or the
+    // connection goes.
+    void ending(sqlite::statement statements::*which) {
+        try {
+            run(which);
+        } catch (...) {
+            if (sqlite_api::sqlite3_get_autocommit(sqlite::native_handle(session_)) != 0) leave_gate();
+            throw;
+        }
+        leave_gate();
+    }
+
+    void enter_gate() {
+        sqlite::database* db = sqlite::native_handle(session_);
+        if (settings_db_ != db) {
+            settings_db_ = db;
+            const sqlite::connection_settings* settings = sqlite::settings_of(db);
+            gate_ = settings != nullptr ? settings->gate : nullptr;
+            busy_timeout_ = settings != nullptr ? settings->busy_timeout : std::chrono::milliseconds(0);
+        }
+        if (!gate_ || gate_->held_by_this_thread()) return;
+        const auto now = sqlite::writer_gate::clock::now();
+        if (!gate_->enter(now + busy_timeout_))
+            throw sqlite::error(SQLITE_BUSY, "BEGIN IMMEDIATE (waiting for this process's writers before it)");
+        holding_ = true;
+        sqlite::waiting_since(now);  // the busy handler, for another process's writer, counts from here
+    }
+
+    void leave_gate() noexcept {
+        if (!std::exchange(holding_, false)) return;
+        gate_->leave();
+    }
+
     soci::session& session_;
     std::optional<statements> statements_;
+    // The line for this connection's file, looked up again if the session reconnects.
+    sqlite::database* settings_db_ = nullptr;
+    std::shared_ptr<sqlite::writer_gate> gate_;
+    std::chrono::milliseconds busy_timeout_{0};
+    bool holding_ = false;
 };
 
 class sqlite_dialect final : public sql_dialect {

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -12,6 +11,7 @@
 #include "idem/sqlite_store.hpp"
 #include "sql/soci_errors.hpp"
 #include "sqlite_native.hpp"
+#include "writer_gate.hpp"
 
 namespace idem {
 namespace {
@@ -22,22 +22,6 @@ using namespace std::chrono_literals;
 // URLs, as soon as this library is loaded (a static link keeps this file with
 // open_sqlite_session, which every use of the store calls).
 const bool installed = (detail::sqlite::install_dialect(), detail::sqlite::register_store(), true);
-
-// SQLite's own busy handler sleeps 1, 2, 5, 10... ms between attempts, while a
-// write transaction here usually holds the lock for tens of microseconds. This
-// one starts at 20 us and backs off to 1 ms. A thread waits on one lock at a
-// time, so the start of its current wait (count == 0) can live in the thread.
-int wait_while_busy(void* timeout_ms, int count) {
-    thread_local std::chrono::steady_clock::time_point started;
-    const auto now = std::chrono::steady_clock::now();
-    if (count == 0) started = now;
-    const auto limit = std::chrono::milliseconds(reinterpret_cast<std::uintptr_t>(timeout_ms));
-    const auto left = started + limit - now;
-    if (left <= 0s) return 0;
-    const auto pause = std::min<std::chrono::steady_clock::duration>(20us * (1 << std::min(count, 6)), 1ms);
-    std::this_thread::sleep_for(std::min(pause, left));
-    return 1;
-}
 
 const char* synchronous_pragma(sqlite_synchronous level) {
     switch (level) {
@@ -100,9 +84,8 @@ void configure_sqlite_session(soci::session& session, const sqlite_connection_op
     if (options.busy_timeout > std::chrono::floor<std::chrono::milliseconds>(max_duration))
         throw std::invalid_argument("idem: busy_timeout must be at most 100 years");
     detail::sqlite::database* db = detail::sqlite::native_handle(session);
-    const auto timeout = static_cast<std::uintptr_t>(options.busy_timeout.count());
     // First, so that the pragmas below wait for a concurrent opener too.
-    sqlite_api::sqlite3_busy_handler(db, wait_while_busy, reinterpret_cast<void*>(timeout));
+    detail::sqlite::attach_settings(db, options.busy_timeout, options.read_only);
     if (!options.read_only) set_wal(db, options.busy_timeout);
     detail::sqlite::execute(db, synchronous_pragma(options.synchronous), "setting the synchronous level");
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -451,6 +452,64 @@ TEST_CASE("SQLite: a unit of work that finds the database locked is run again an
     held.get();
     CHECK(e.status() == execution_status::executed);
     CHECK(balance(patient, "bob") == 2);
+}
+
+TEST_CASE("SQLite: a process's writers wait for the file in line, first come first served, within the busy timeout") {
+    sqlite_place where;
+    idem::database db = open_bank(where, {.pool_size = 8, .attempts = 1});
+    idem::database impatient = idem::database::open(where.url(), {.attempts = 1, .sqlite = {.busy_timeout = 100ms}});
+    std::promise<void> holding, release;
+    auto holder = std::async(std::launch::async, [&] {
+        db.transact([&](idem::unit_of_work& uow) {
+            move(uow, 1);
+            holding.set_value();
+            release.get_future().wait();
+        });
+    });
+    holding.get_future().wait();
+    // Six writers arrive one after another while the lock is held; each is in
+    // line before the next starts. Polling the lock would let them in in any order.
+    std::mutex order_mutex;
+    std::vector<int> order;
+    std::vector<std::future<void>> writers;
+    for (int i = 0; i < 6; ++i) {
+        writers.push_back(std::async(std::launch::async, [&, i] {
+            db.transact([&](idem::unit_of_work& uow) {
+                move(uow, 1);
+                const std::lock_guard lock(order_mutex);
+                order.push_back(i);
+            });
+        }));
+        std::this_thread::sleep_for(150ms);
+    }
+    // A writer with a short busy timeout gives up in line while the lock is still held.
+    std::atomic<bool> released{false};
+    try {
+        impatient.transact([](idem::unit_of_work& uow) { move(uow, 1000); });
+        FAIL("a writer passed the one holding the lock");
+    } catch (const idem::store_error& e) {
+        CHECK(e.failure() == idem::store_failure::timeout);
+        CHECK(e.is_transient());
+        CHECK(e.rolled_back());
+        CHECK_FALSE(released.load());
+    }
+    // On the holder's own thread a second connection to the file cannot wait for
+    // itself: it waits out its busy timeout for SQLite's lock and fails, as before.
+    std::promise<void> nested_done;
+    auto nested = std::async(std::launch::async, [&] {
+        db.transact([&](idem::unit_of_work& uow) {
+            move(uow, 1);
+            CHECK_THROWS_AS(impatient.transact([](idem::unit_of_work& inner) { move(inner, 1000); }),
+                            idem::store_error);
+        });
+    });
+    released = true;
+    release.set_value();
+    holder.get();
+    for (auto& w : writers) w.get();
+    nested.get();
+    CHECK(order == std::vector<int>{0, 1, 2, 3, 4, 5});
+    CHECK(balance(db, "bob") == 8);
 }
 
 TEST_CASE("options and URLs are checked before anything opens") {
