@@ -40,6 +40,7 @@ void to_network(Int value, char* out) noexcept {
 
 const char* describe(store_failure failure, std::string_view sqlstate) noexcept {
     if (sqlstate == "25P02") return "the transaction had already failed";
+    if (sqlstate == "25006") return "the server takes no writes (a standby, or a primary made read-only)";
     // The completing statement sent with COMMIT raises it when it completed nothing.
     if (sqlstate == "22P02") return "the record was not completed";
     switch (failure) {
@@ -68,17 +69,25 @@ bool broken(const PGconn* conn) noexcept {
     return conn == nullptr || PQstatus(conn) == CONNECTION_BAD;
 }
 
+bool on_read_only_server(const PGconn* conn) noexcept {
+    for (const char* parameter : {"in_hot_standby", "default_transaction_read_only"}) {
+        const char* value = PQparameterStatus(conn, parameter);
+        if (value != nullptr && std::string_view(value) == "on") return true;
+    }
+    return false;
+}
+
 bool still_usable(PGconn* conn) noexcept {
     // A server that shuts down sends a FATAL message, then closes the socket:
     // the first read takes the message, a later one sees the end of the stream.
     for (int reads = 0; reads < 8; ++reads) {
         if (broken(conn)) return false;
         pollfd waiting{PQsocket(conn), POLLIN, 0};
-        if (::poll(&waiting, 1, 0) <= 0) return true;  // nothing (more) arrived while it was idle
+        if (::poll(&waiting, 1, 0) <= 0) return !on_read_only_server(conn);  // nothing (more) arrived while it was idle
         if (PQconsumeInput(conn) == 0) return false;
         while (PGnotify* note = PQnotifies(conn)) PQfreemem(note);
     }
-    return !broken(conn);
+    return !broken(conn) && !on_read_only_server(conn);
 }
 
 void silence_notices(PGconn* conn) noexcept {
@@ -88,6 +97,11 @@ void silence_notices(PGconn* conn) noexcept {
 
 store_failure classify(std::string_view sqlstate) noexcept {
     if (sqlstate.starts_with("08")) return store_failure::connection_lost;
+    // A read-only transaction refused a write: the server is a standby, or a primary
+    // demoted or made read-only. The connection is as good as lost: the unit of work
+    // runs again on a new one, which a multi-host URL with target_session_attrs=read-write
+    // opens on whichever server now takes writes.
+    if (sqlstate == "25006") return store_failure::connection_lost;
     if (sqlstate == "57P01" || sqlstate == "57P02" || sqlstate == "57P03" || sqlstate == "53300")
         return store_failure::connection_lost;  // shutdown, crash, starting up, too many connections
     if (sqlstate == "40001" || sqlstate == "40P01") return store_failure::conflict;

@@ -46,9 +46,13 @@ void install_dialect() noexcept;
 void register_store();
 // The connection is gone (the server went away, or a read or write on it failed).
 [[nodiscard]] bool broken(const PGconn* conn) noexcept;
+// The server last said it takes no writes: a standby (in_hot_standby), or a
+// primary made read-only (default_transaction_read_only). PostgreSQL 14 and
+// later report both on every change, with the next answer; no round trip.
+[[nodiscard]] bool on_read_only_server(const PGconn* conn) noexcept;
 // For a connection that sat idle in a pool: reads what the server sent meanwhile
 // (a server that shut down says so, then closes the socket) without a round trip.
-// False when it is no longer usable.
+// False when it is no longer usable, or its server takes no writes any more.
 [[nodiscard]] bool still_usable(PGconn* conn) noexcept;
 // Drops what the server says outside any statement (notices, the FATAL of a
 // shutdown) instead of libpq's default of printing it to stderr.

@@ -19,7 +19,8 @@ std::string session_settings(const postgresql_store_options& options) {
 }
 
 bool reusable(PGconn* conn) noexcept {
-    return !broken(conn) && PQtransactionStatus(conn) == PQTRANS_IDLE && PQpipelineStatus(conn) == PQ_PIPELINE_OFF;
+    return !broken(conn) && !on_read_only_server(conn) && PQtransactionStatus(conn) == PQTRANS_IDLE &&
+           PQpipelineStatus(conn) == PQ_PIPELINE_OFF;
 }
 
 }  // namespace

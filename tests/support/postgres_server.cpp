@@ -92,6 +92,14 @@ postgres_server::postgres_server() : port_(free_loopback_port()), server_("postg
     start();
 }
 
+postgres_server::postgres_server(standby_of source) : port_(free_loopback_port()), server_("postgres-standby") {
+    run_as_server_user(
+        {bindir + "/pg_basebackup", "-h", "127.0.0.1", "-p", std::to_string(source.primary.port()), "-U", superuser,
+         "-D", (server_.dir() / "data").string(), "-R", "-X", "stream", "--no-sync", "--checkpoint=fast"},
+        server_.dir(), "pg_basebackup.log");
+    start();
+}
+
 std::string postgres_server::conninfo(std::string_view database) const {
     return "host=127.0.0.1 port=" + std::to_string(port_) + " user=" + superuser + " dbname=" + std::string(database);
 }

@@ -3,6 +3,7 @@
 //   postgres_server server;                  // initdb + postgres: free loopback port, unprivileged user, temp folder
 //   idem::postgresql_store store{{.connection = server.conninfo()}};
 //   server.restart();                        // fast shutdown, then up again on the same port and data
+//   postgres_server standby{postgres_server::standby_of{server}};  // pg_basebackup -R: a streaming standby
 //
 // The server runs with fsync off (tests need no durability), listens on
 // 127.0.0.1 and on a unix socket in its folder, and accepts enough connections
@@ -21,6 +22,11 @@ class postgres_server {
 public:
     // Creates the cluster (initdb -A trust -E UTF8 --no-sync) and starts it.
     postgres_server();
+    // A hot standby streaming from `primary` (pg_basebackup -R, asynchronous), on a port of its own.
+    struct standby_of {
+        const postgres_server& primary;
+    };
+    explicit postgres_server(standby_of source);
 
     // A libpq connection string for `database` over TCP on the loopback interface.
     [[nodiscard]] std::string conninfo(std::string_view database = "postgres") const;

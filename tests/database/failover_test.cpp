@@ -1,0 +1,212 @@
+// idem::database on a PostgreSQL primary and its streaming standby, both on
+// loopback: the primary is made read-only without a restart and the standby
+// promoted while clients run db.once through a multi-host URL
+// (target_session_attrs=read-write). A unit of work that meets the read-only
+// server drops its connections and runs again on the new primary: no call
+// fails, none runs twice, every key answered is on the new primary. Also: the
+// URL refuses standby targets, and connections find a dead peer in seconds.
+#include <doctest/doctest.h>
+
+#include <libpq-fe.h>
+#include <soci/postgresql/soci-postgresql.h>
+#include <soci/soci.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "idem/database.hpp"
+#include "postgres_server.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+using idem::execution_status;
+using idem::test::postgres_server;
+
+// One statement through libpq; its first value, if it returns one.
+std::optional<std::string> query(const std::string& conninfo, const std::string& sql) {
+    PGconn* conn = PQconnectdb(conninfo.c_str());
+    const std::unique_ptr<PGconn, decltype(&PQfinish)> owner(conn, PQfinish);
+    if (PQstatus(conn) != CONNECTION_OK) throw std::runtime_error(std::string("connect: ") + PQerrorMessage(conn));
+    PGresult* r = PQexec(conn, sql.c_str());
+    const std::unique_ptr<PGresult, decltype(&PQclear)> result(r, PQclear);
+    const auto status = PQresultStatus(r);
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+        throw std::runtime_error(sql + ": " + PQerrorMessage(conn));
+    if (status == PGRES_TUPLES_OK && PQntuples(r) > 0 && PQgetisnull(r, 0, 0) == 0)
+        return std::string(PQgetvalue(r, 0, 0));
+    return std::nullopt;
+}
+
+// The libpq setting `keyword` of the connection under a unit of work's session.
+std::string setting_of(soci::session& sql, const char* keyword) {
+    PGconn* conn = static_cast<soci::postgresql_session_backend*>(sql.get_backend())->conn_;
+    PQconninfoOption* options = PQconninfo(conn);
+    std::string value;
+    for (PQconninfoOption* o = options; o->keyword != nullptr; ++o)
+        if (std::string_view(o->keyword) == keyword && o->val != nullptr) value = o->val;
+    PQconninfoFree(options);
+    return value;
+}
+
+idem::record_key key_of(const std::string& k) {
+    return {"bank.transfer", idem::scope::tenant("acme"), k};
+}
+
+void move(idem::unit_of_work& uow, long long amount) {
+    uow.sql() << "UPDATE accounts SET balance = balance - :a WHERE id = 'alice'", soci::use(amount);
+    uow.sql() << "UPDATE accounts SET balance = balance + :a WHERE id = 'bob'", soci::use(amount);
+}
+
+long long balance_on(const std::string& conninfo, const std::string& account) {
+    return std::stoll(query(conninfo, "SELECT balance FROM accounts WHERE id = '" + account + "'").value());
+}
+
+}  // namespace
+
+TEST_CASE("PostgreSQL: a URL that targets a standby is refused before anything opens") {
+    postgres_server server;
+    for (const char* target : {"standby", "prefer-standby", "read-only"}) {
+        CAPTURE(target);
+        try {
+            (void)idem::database::open(server.conninfo() + " target_session_attrs=" + target);
+            FAIL("a standby target was accepted");
+        } catch (const std::invalid_argument& e) {
+            CHECK(std::string(e.what()).find("target_session_attrs=" + std::string(target)) != std::string::npos);
+        }
+    }
+    for (const char* target : {"read-write", "primary", "any"})
+        CHECK_NOTHROW((void)idem::database::open(server.conninfo() + " target_session_attrs=" + target));
+}
+
+TEST_CASE("PostgreSQL: connections find a dead peer in seconds unless the URL says otherwise") {
+    postgres_server server;
+    idem::database db = idem::database::open(server.conninfo());
+    db.transact([](idem::unit_of_work& uow) {
+        CHECK(setting_of(uow.sql(), "keepalives") == "1");
+        CHECK(setting_of(uow.sql(), "keepalives_idle") == "5");
+        CHECK(setting_of(uow.sql(), "keepalives_interval") == "2");
+        CHECK(setting_of(uow.sql(), "keepalives_count") == "3");
+        CHECK(setting_of(uow.sql(), "tcp_user_timeout") == "10000");
+        CHECK(setting_of(uow.sql(), "connect_timeout") == "10");
+    });
+    idem::database own = idem::database::open(server.conninfo() + " keepalives_idle=30 tcp_user_timeout=0");
+    own.transact([](idem::unit_of_work& uow) {
+        CHECK(setting_of(uow.sql(), "keepalives_idle") == "30");
+        CHECK(setting_of(uow.sql(), "tcp_user_timeout") == "0");
+        CHECK(setting_of(uow.sql(), "keepalives_count") == "3");
+    });
+}
+
+TEST_CASE("PostgreSQL: the primary made read-only and its standby promoted under load: no call fails or runs twice") {
+    postgres_server primary;
+    postgres_server standby{postgres_server::standby_of{primary}};
+    const std::string url = "host=127.0.0.1,127.0.0.1 port=" + std::to_string(primary.port()) + "," +
+                            std::to_string(standby.port()) +
+                            " user=idem dbname=postgres target_session_attrs=read-write";
+    // Reruns that outlast the switch: 20 ms doubling, about 5 s in all.
+    idem::database db = idem::database::open(url, {.pool_size = 4, .attempts = 9, .backoff = 20ms});
+    db.migrate();
+    db.transact([](idem::unit_of_work& uow) {
+        uow.sql() << "CREATE TABLE accounts (id TEXT PRIMARY KEY, balance BIGINT NOT NULL)";
+        uow.sql() << "INSERT INTO accounts VALUES ('alice', 1000000), ('bob', 0)";
+    });
+
+    constexpr int clients = 4;
+    std::atomic<bool> stop{false};
+    std::atomic<int> failures{0}, not_executed{0};
+    std::mutex mutex;
+    std::vector<std::string> answered;  // keys whose call returned executed
+    std::vector<std::pair<clock_type::time_point, clock_type::time_point>> successes;  // (started, answered)
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c)
+        threads.emplace_back([&, c] {
+            for (int i = 0; !stop; ++i) {
+                const std::string key = "c" + std::to_string(c) + "-" + std::to_string(i);
+                const auto started = clock_type::now();
+                try {
+                    auto e = db.once(key_of(key), "fp", [](idem::unit_of_work& uow) {
+                        move(uow, 1);
+                        return std::string("moved 1");
+                    });
+                    if (e.status() != execution_status::executed) {
+                        ++not_executed;
+                        continue;
+                    }
+                    const std::lock_guard lock(mutex);
+                    answered.push_back(key);
+                    successes.emplace_back(started, clock_type::now());
+                } catch (const idem::error& e) {
+                    MESSAGE("a call failed: " << std::string(e.what()));
+                    ++failures;
+                }
+                std::this_thread::sleep_for(2ms);
+            }
+        });
+
+    std::this_thread::sleep_for(1s);
+    // The switch, as an operator plans it: the primary takes no more writes, the
+    // standby replays all it wrote, then is promoted; the old primary stays up,
+    // read-only. A reload reaches each connection at its next statement, which then
+    // fails with 25006; a transaction begun before it could still commit, so after
+    // a moment the connections left are ended, and only then is the primary's last
+    // position read for the standby to reach.
+    const auto fault = clock_type::now();
+    (void)query(primary.conninfo(), "ALTER SYSTEM SET default_transaction_read_only = on");
+    (void)query(primary.conninfo(), "SELECT pg_reload_conf()");
+    std::this_thread::sleep_for(300ms);
+    (void)query(primary.conninfo(),
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                "AND pid <> pg_backend_pid()");
+    const std::string last_lsn = query(primary.conninfo(), "SELECT pg_current_wal_lsn()::text").value();
+    bool caught_up = false;
+    for (int i = 0; i < 1000 && !caught_up; ++i) {
+        caught_up = query(standby.conninfo(), "SELECT pg_last_wal_replay_lsn() >= '" + last_lsn + "'::pg_lsn") == "t";
+        if (!caught_up) std::this_thread::sleep_for(10ms);
+    }
+    REQUIRE(caught_up);
+    CHECK(query(standby.conninfo(), "SELECT pg_promote()") == "t");
+    const auto promoted = clock_type::now();
+    std::this_thread::sleep_for(2s);
+    stop = true;
+    for (auto& t : threads) t.join();
+
+    // The longest time without an answer around the switch.
+    std::vector<clock_type::time_point> answers;
+    for (const auto& s : successes) answers.push_back(s.second);
+    std::sort(answers.begin(), answers.end());
+    clock_type::duration longest_gap{};
+    for (std::size_t i = 1; i < answers.size(); ++i)
+        if (answers[i] > fault - 1s) longest_gap = std::max(longest_gap, answers[i] - answers[i - 1]);
+    using ms = std::chrono::milliseconds;
+    MESSAGE("from the primary made read-only to the standby promoted "
+            << std::chrono::duration_cast<ms>(promoted - fault).count() << " ms; the longest time without an answer "
+            << std::chrono::duration_cast<ms>(longest_gap).count() << " ms; " << answered.size() << " calls executed, "
+            << failures.load() << " failed");
+    CHECK(failures == 0);
+    CHECK(not_executed == 0);
+    // Every answered call is on the new primary, once: the money moved once a call,
+    // and each key replays there.
+    const std::string now_primary = standby.conninfo();
+    CHECK(balance_on(now_primary, "bob") == static_cast<long long>(answered.size()));
+    CHECK(balance_on(now_primary, "alice") == 1000000 - static_cast<long long>(answered.size()));
+    for (const std::string& key : answered) {
+        auto e = db.once(key_of(key), "fp", [](idem::unit_of_work&) -> std::string {
+            FAIL("an answered key ran again");
+            return {};
+        });
+        CHECK(e.status() == execution_status::replayed);
+    }
+    // Nothing was written on the old primary after it turned read-only.
+    CHECK(balance_on(primary.conninfo(), "bob") <= balance_on(now_primary, "bob"));
+}
