@@ -1,7 +1,8 @@
 // idem::database on a PostgreSQL primary and its streaming standby, both on
 // loopback: the primary is made read-only without a restart and the standby
 // promoted while clients run db.once through a multi-host URL
-// (target_session_attrs=read-write). A unit of work that meets the read-only
+// (target_session_attrs=read-write), half of them reserving the key first
+// through the store's own connections. A unit of work that meets the read-only
 // server drops its connections and runs again on the new primary: no call
 // fails, none runs twice, every key answered is on the new primary. Also: the
 // URL refuses standby targets, and connections find a dead peer in seconds.
@@ -135,10 +136,13 @@ TEST_CASE("PostgreSQL: the primary made read-only and its standby promoted under
                 const std::string key = "c" + std::to_string(c) + "-" + std::to_string(i);
                 const auto started = clock_type::now();
                 try {
-                    auto e = db.once(key_of(key), "fp", [](idem::unit_of_work& uow) {
-                        move(uow, 1);
-                        return std::string("moved 1");
-                    });
+                    // Half the clients reserve the key first, through the store's own connections.
+                    auto e = db.once(key_of(key), "fp",
+                                     [](idem::unit_of_work& uow) {
+                                         move(uow, 1);
+                                         return std::string("moved 1");
+                                     },
+                                     {.reserve_first = c % 2 == 1});
                     if (e.status() != execution_status::executed) {
                         ++not_executed;
                         continue;
