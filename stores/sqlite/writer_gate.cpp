@@ -77,10 +77,21 @@ bool writer_gate::enter(clock::time_point deadline) {
         return true;
     }
     waiter me;
+    me.since = clock::now();
     line_.push_back(&me);
-    if (!me.woken.wait_until(lock, deadline, [&] { return me.turn; })) {
-        std::erase(line_, &me);
-        return false;
+    for (;;) {
+        const bool timed_out = me.woken.wait_until(lock, deadline) == std::cv_status::timeout;
+        if (me.handed) break;  // leave() took it out of the line
+        if (!held_ && line_.front() == &me) {
+            held_ = true;
+            line_.pop_front();
+            break;
+        }
+        if (timed_out && clock::now() >= deadline) {
+            std::erase(line_, &me);
+            if (!held_) wake_first();  // the gate is open: the next in line may take it
+            return false;
+        }
     }
     holder_ = std::this_thread::get_id();
     return true;
@@ -89,14 +100,19 @@ bool writer_gate::enter(clock::time_point deadline) {
 void writer_gate::leave() noexcept {
     const std::lock_guard lock(mutex_);
     holder_ = {};
-    if (line_.empty()) {
-        held_ = false;
+    if (!line_.empty() && clock::now() - line_.front()->since >= handoff_after) {
+        waiter* next = line_.front();
+        line_.pop_front();
+        next->handed = true;  // held_ stays set: the gate passes to it
+        next->woken.notify_one();
         return;
     }
-    waiter* next = line_.front();
-    line_.pop_front();
-    next->turn = true;  // held_ stays set: the gate passes to it
-    next->woken.notify_one();
+    held_ = false;
+    wake_first();
+}
+
+void writer_gate::wake_first() noexcept {
+    if (!line_.empty()) line_.front()->woken.notify_one();
 }
 
 bool writer_gate::held_by_this_thread() {
