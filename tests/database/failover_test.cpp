@@ -24,12 +24,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "idem/database.hpp"
+#include "idem/outbox_relay.hpp"
 #include "postgres_server.hpp"
 
 namespace {
@@ -128,6 +130,18 @@ TEST_CASE("PostgreSQL: the primary made read-only and its standby promoted under
         uow.sql() << "INSERT INTO accounts VALUES ('alice', 1000000), ('bob', 0)";
     });
 
+    // The relay runs through the switch as well; a claim it could not settle on the
+    // old primary is due again on the new one after its lease.
+    std::mutex delivered_mutex;
+    std::vector<idem::outbox_delivery> delivered;
+    auto sink = std::make_shared<idem::callback_sink>([&](const idem::outbox_delivery& m) {
+        const std::lock_guard lock(delivered_mutex);
+        delivered.push_back(m);
+        return idem::delivery_result::delivered();
+    });
+    idem::outbox_relay relay(db, sink, {.batch = 20, .lease = 2000ms, .idle_wait = 5ms});
+    relay.start();
+
     constexpr int clients = 4;
     std::atomic<bool> stop{false};
     std::atomic<int> failures{0}, not_executed{0};
@@ -143,8 +157,12 @@ TEST_CASE("PostgreSQL: the primary made read-only and its standby promoted under
                 try {
                     // Half the clients reserve the key first, through the store's own connections.
                     auto e = db.once(key_of(key), "fp",
-                                     [](idem::unit_of_work& uow) {
+                                     [&](idem::unit_of_work& uow) {
                                          move(uow, 1);
+                                         // One event per transfer, in order per client.
+                                         (void)uow.publish({.topic = "moved",
+                                                            .payload = std::to_string(i),
+                                                            .ordering_key = "c" + std::to_string(c)});
                                          return std::string("moved 1");
                                      },
                                      {.reserve_first = c % 2 == 1});
@@ -189,6 +207,37 @@ TEST_CASE("PostgreSQL: the primary made read-only and its standby promoted under
     std::this_thread::sleep_for(2s);
     stop = true;
     for (auto& t : threads) t.join();
+
+    // Every event of an answered call arrives, in order per client; a redelivery
+    // carries the same id.
+    std::map<std::string, std::vector<long>> firsts;  // per ordering key, payloads in first-delivery order
+    std::size_t redelivered = 0;
+    for (int wait = 0; wait < 1000; ++wait) {
+        std::set<std::string> ids;
+        firsts.clear();
+        redelivered = 0;
+        {
+            const std::lock_guard lock(delivered_mutex);
+            for (const auto& m : delivered) {
+                if (!ids.insert(m.id).second) {
+                    ++redelivered;
+                    continue;
+                }
+                firsts[m.ordering_key.value_or("")].push_back(std::stol(m.payload));
+            }
+        }
+        if (ids.size() >= answered.size()) break;
+        std::this_thread::sleep_for(10ms);
+    }
+    relay.stop();
+    std::size_t events = 0;
+    for (const auto& [client, payloads] : firsts) {
+        CAPTURE(client);
+        CHECK(std::is_sorted(payloads.begin(), payloads.end()));
+        events += payloads.size();
+    }
+    CHECK(events == answered.size());
+    MESSAGE(events << " events delivered in order per client, " << redelivered << " delivered again");
 
     // The longest time without an answer around the switch.
     std::vector<clock_type::time_point> answers;
