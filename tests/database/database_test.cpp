@@ -454,7 +454,8 @@ TEST_CASE("SQLite: a unit of work that finds the database locked is run again an
     CHECK(balance(patient, "bob") == 2);
 }
 
-TEST_CASE("SQLite: a process's writers wait for the file in line, first come first served, within the busy timeout") {
+TEST_CASE(
+    "SQLite: a process's writers wait for the file in line, waiters served in arrival order, within the busy timeout") {
     sqlite_place where;
     idem::database db = open_bank(where, {.pool_size = 8, .attempts = 1});
     idem::database impatient = idem::database::open(where.url(), {.attempts = 1, .sqlite = {.busy_timeout = 100ms}});
