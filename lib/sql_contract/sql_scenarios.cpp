@@ -58,6 +58,11 @@ struct fixture {
 // open for 300 ms, then commits (or rolls back); a duplicate on another
 // connection arrives meanwhile. Returns the duplicate's outcome and how long it waited.
 std::pair<bank::outcome, std::chrono::milliseconds> duplicate_during(fixture& f, const std::string& key, bool commits) {
+    // Connected before the first transaction starts: the wait measured below is
+    // the duplicate's alone, not a slow connect's (under a sanitizer, say).
+    soci::session other;
+    f.ctx.connect(other);
+    transaction_runner other_runner{other};
     std::promise<void> written;
     std::jthread first([&] {
         try {
@@ -74,9 +79,6 @@ std::pair<bank::outcome, std::chrono::milliseconds> duplicate_during(fixture& f,
         }
     });
     written.get_future().wait();
-    soci::session other;
-    f.ctx.connect(other);
-    transaction_runner other_runner{other};
     const auto started = std::chrono::steady_clock::now();
     const auto outcome = bank::transfer(f.store, other_runner, key, 10);
     const auto waited = std::chrono::steady_clock::now() - started;
