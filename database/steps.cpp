@@ -17,8 +17,10 @@
 #include "idem/error.hpp"
 #include "idem/keys.hpp"
 #include "internal/crypto.hpp"
+#include "sql/operations_statements.hpp"
 #include "sql/operations_table.hpp"
 #include "sql/record_id.hpp"
+#include "sql/sql_dialect.hpp"
 #include "sql/unnamed_statement.hpp"
 
 namespace idem {
@@ -56,9 +58,10 @@ struct steps_state {
     std::string fingerprint;  // hex
     std::string input;        // the bytes the operation began with
     long long lease_ms = 0, retention_ms = 0, failure_retention_ms = 0;
-    // The database's clock in milliseconds, so instances with skewed clocks agree.
-    std::string now;
-    std::string lock;  // what a SELECT of the operation's row ends with to hold it until COMMIT
+    // The dialect's SQL for the operation's tables, from the session the run
+    // begins on (its statements read the database's own clock, so instances
+    // with skewed clocks agree).
+    const operations_statements* sql_text = nullptr;
     std::shared_ptr<const encryption_keys> keys;  // seals what the tables keep, when set
 
     execution_status decision = execution_status::executed;
@@ -89,8 +92,7 @@ struct steps_state {
     void hold(soci::session& sql, std::string_view refused) const {
         long long current = 0;
         int state = 0;
-        sql << "SELECT fence, state FROM idem_operations WHERE record_id = :id" + lock, soci::into(current),
-            soci::into(state), soci::use(record_id);
+        sql << sql_text->hold, soci::into(current), soci::into(state), soci::use(record_id, "id");
         if (!sql.got_data())
             throw lease_lost("idem: operation " + key_hash +
                              " is gone (its key was released or purged): " + std::string(refused));
@@ -103,11 +105,9 @@ struct steps_state {
     // Moves the recovery point to `point` and renews the lease, under this run's fence.
     void advance(soci::session& sql, std::size_t point, std::string_view refused) const {
         const long long at = static_cast<long long>(point);
-        soci::statement update = unnamed_statement(
-            sql,
-            "UPDATE idem_operations SET recovery_point = :point, expires_at = " + now +
-                " + :lease, updated_at = " + now + " WHERE record_id = :id AND fence = :fence AND state = 0",
-            soci::use(at), soci::use(lease_ms), soci::use(record_id), soci::use(fence));
+        soci::statement update =
+            unnamed_statement(sql, sql_text->advance, soci::use(at, "point"), soci::use(lease_ms, "lease"),
+                              soci::use(record_id, "id"), soci::use(fence, "fence"));
         update.execute(true);
         if (update.get_affected_rows() != 1)
             throw lease_lost("idem: operation " + key_hash + " was taken over by a newer run: " + std::string(refused));
@@ -142,9 +142,8 @@ struct steps_state {
         stored_step s;
         soci::indicator result_null = soci::i_ok;
         const long long at = static_cast<long long>(index);
-        sql << "SELECT name, kind, state, result FROM idem_steps WHERE record_id = :id AND step_index = :i",
-            soci::into(s.name), soci::into(s.kind), soci::into(s.state), soci::into(s.result, result_null),
-            soci::use(record_id), soci::use(at);
+        sql << sql_text->read_step, soci::into(s.name), soci::into(s.kind), soci::into(s.state),
+            soci::into(s.result, result_null), soci::use(record_id, "id"), soci::use(at, "i");
         if (!sql.got_data()) return std::nullopt;
         if (result_null != soci::i_ok) s.result.clear();
         return s;
@@ -165,11 +164,9 @@ struct steps_state {
         const int state = result ? 1 : 0;
         const std::string text = result ? stored_form(*result, index) : std::string();
         soci::indicator result_null = result ? soci::i_ok : soci::i_null;
-        sql << "INSERT INTO idem_steps (record_id, step_index, name, kind, state, result, attempts, updated_at) "
-               "VALUES (:id, :i, :name, :kind, :state, :result, :attempts, " +
-                   now + ")",
-            soci::use(record_id), soci::use(at), soci::use(step_name), soci::use(kind), soci::use(state),
-            soci::use(text, result_null), soci::use(attempts);
+        sql << sql_text->insert_step, soci::use(record_id, "id"), soci::use(at, "i"), soci::use(step_name, "name"),
+            soci::use(kind, "kind"), soci::use(state, "state"), soci::use(text, result_null, "result"),
+            soci::use(attempts, "attempts");
     }
 };
 
@@ -249,9 +246,7 @@ std::optional<std::string> steps::begin_call(std::string_view name) {
             if (stored->state == 1) return s.opened(stored->result, index);
             // Made before and never answered (a crash, a throw): made again with the same call key.
             const long long at = static_cast<long long>(index);
-            sql << "UPDATE idem_steps SET attempts = attempts + 1, updated_at = " + s.now +
-                       " WHERE record_id = :id AND step_index = :i",
-                soci::use(s.record_id), soci::use(at);
+            sql << s.sql_text->call_again, soci::use(s.record_id, "id"), soci::use(at, "i");
         } else {
             s.insert(sql, index, name, detail::kind_call, 1, std::nullopt);
         }
@@ -271,9 +266,7 @@ void steps::end_call(const std::string& answer) {
         soci::session& sql = uow.sql();
         s.hold(sql, not_stored);
         const long long at = static_cast<long long>(s.pending_call);
-        sql << "UPDATE idem_steps SET state = 1, result = :result, updated_at = " + s.now +
-                   " WHERE record_id = :id AND step_index = :i AND state = 0",
-            soci::use(text), soci::use(s.record_id), soci::use(at);
+        sql << s.sql_text->answer_call, soci::use(text, "result"), soci::use(s.record_id, "id"), soci::use(at, "i");
         s.advance(sql, s.pending_call + 1, not_stored);
     });
     ++s.completed;
@@ -288,10 +281,9 @@ std::optional<std::string> steps::stored_bytes(std::string_view name) const {
         std::string result;
         long long index = 0;
         soci::indicator result_null = soci::i_ok;
-        sql << "SELECT result, step_index FROM idem_steps WHERE record_id = :id AND name = :name AND state = 1 AND "
-               "(:before < 0 OR step_index < :before2)",
-            soci::into(result, result_null), soci::into(index), soci::use(s.record_id), soci::use(step_name),
-            soci::use(before), soci::use(before);
+        sql << s.sql_text->stored_by_name, soci::into(result, result_null), soci::into(index),
+            soci::use(s.record_id, "id"), soci::use(step_name, "name"), soci::use(before, "before"),
+            soci::use(before, "before2");
         if (!sql.got_data() || result_null != soci::i_ok) return std::nullopt;
         return s.opened(result, static_cast<std::size_t>(index));
     });
@@ -306,25 +298,21 @@ void steps::finish(const std::string& payload, classification how) {
         s.hold(sql, not_stored);
         // A step that failed and was caught stored nothing; every stored one must have been met.
         long long stored = 0;
-        sql << "SELECT COUNT(*) FROM idem_steps WHERE record_id = :id AND state = 1", soci::into(stored),
-            soci::use(s.record_id);
+        sql << s.sql_text->count_stored, soci::into(stored), soci::use(s.record_id, "id");
         if (static_cast<std::size_t>(stored) != s.completed)
             throw steps_shape_changed(s.next, "idem: operation " + s.key_hash + " has " + std::to_string(stored) +
                                                   " stored steps; this run met " + std::to_string(s.completed) +
                                                   " of them. Steps and their order may not change under a key");
         if (how == classification::release) {
-            sql << "DELETE FROM idem_steps WHERE record_id = :id", soci::use(s.record_id);
-            sql << "DELETE FROM idem_operations WHERE record_id = :id AND fence = :fence", soci::use(s.record_id),
-                soci::use(s.fence);
+            sql << s.sql_text->delete_steps, soci::use(s.record_id, "id");
+            sql << s.sql_text->delete_fenced, soci::use(s.record_id, "id"), soci::use(s.fence, "fence");
             return;
         }
         const long long retention = how == classification::store_as_failure ? s.failure_retention_ms : s.retention_ms;
         const long long point = static_cast<long long>(s.next);
-        soci::statement update = detail::unnamed_statement(
-            sql,
-            "UPDATE idem_operations SET state = 1, result = :result, recovery_point = :point, expires_at = " + s.now +
-                " + :retention, updated_at = " + s.now + " WHERE record_id = :id AND fence = :fence AND state = 0",
-            soci::use(text), soci::use(point), soci::use(retention), soci::use(s.record_id), soci::use(s.fence));
+        soci::statement update = detail::unnamed_statement(sql, s.sql_text->finish, soci::use(text, "result"),
+                                                           soci::use(point, "point"), soci::use(retention, "retention"),
+                                                           soci::use(s.record_id, "id"), soci::use(s.fence, "fence"));
         update.execute(true);
         if (update.get_affected_rows() != 1)
             throw lease_lost("idem: operation " + s.key_hash +
@@ -336,9 +324,7 @@ void steps::abandon() noexcept {
     detail::steps_state& s = *state_;
     try {
         s.db->transact([&](unit_of_work& uow) {
-            uow.sql() << "UPDATE idem_operations SET expires_at = " + s.now + ", updated_at = " + s.now +
-                             " WHERE record_id = :id AND fence = :fence AND state = 0",
-                soci::use(s.record_id), soci::use(s.fence);
+            uow.sql() << s.sql_text->abandon, soci::use(s.record_id, "id"), soci::use(s.fence, "fence");
         });
     } catch (...) {
         // The lease then ends when it would have; a retry resumes after it.
@@ -376,11 +362,10 @@ std::unique_ptr<steps_state> state_for(database& db, std::string record_id, std:
     return state;
 }
 
-// Clears what an earlier attempt of the start's transaction left, and reads
-// the dialect's clock and lock clause from the session the run begins on.
+// Clears what an earlier attempt of the start's transaction left, and finds
+// the dialect's SQL from the session the run begins on.
 void reset(soci::session& sql, steps_state& s) {
-    s.now = operations_table::clock(sql);
-    s.lock = operations_table::row_lock(sql);
+    s.sql_text = &dialect_of(sql).operations();
     s.decision = execution_status::executed;
     s.stored_result.clear();
     s.fence = 1;
@@ -405,12 +390,11 @@ struct operation_row {
 // Reads the operation's row and holds it until COMMIT; nothing when there is none.
 std::optional<operation_row> read_locked(soci::session& sql, const steps_state& s) {
     operation_row r;
-    sql << "SELECT namespace, fingerprint, fence, recovery_point, state, result, expires_at, " + s.now +
-               ", input, compensate_from, completions, failures FROM idem_operations WHERE record_id = :id" + s.lock,
-        soci::into(r.name_space), soci::into(r.fingerprint), soci::into(r.fence), soci::into(r.recovery_point),
-        soci::into(r.state), soci::into(r.result, r.result_null), soci::into(r.expires_at), soci::into(r.now),
-        soci::into(r.input, r.input_null), soci::into(r.compensate_from, r.from_null), soci::into(r.completions),
-        soci::into(r.failures), soci::use(s.record_id);
+    sql << s.sql_text->read_locked, soci::into(r.name_space), soci::into(r.fingerprint), soci::into(r.fence),
+        soci::into(r.recovery_point), soci::into(r.state), soci::into(r.result, r.result_null),
+        soci::into(r.expires_at), soci::into(r.now), soci::into(r.input, r.input_null),
+        soci::into(r.compensate_from, r.from_null), soci::into(r.completions), soci::into(r.failures),
+        soci::use(s.record_id, "id");
     if (!sql.got_data()) return std::nullopt;
     return r;
 }
@@ -421,11 +405,8 @@ std::optional<operation_row> read_locked(soci::session& sql, const steps_state& 
 void take(soci::session& sql, steps_state& s, const operation_row& row) {
     const long long taken = row.fence + 1;
     soci::indicator marked = row.from_null;
-    sql << "UPDATE idem_operations SET fence = :fence, completions = :completions, compensate_from = :from, "
-           "expires_at = " +
-               s.now + " + :lease, updated_at = " + s.now + " WHERE record_id = :id",
-        soci::use(taken), soci::use(row.completions), soci::use(row.compensate_from, marked), soci::use(s.lease_ms),
-        soci::use(s.record_id);
+    sql << s.sql_text->take, soci::use(taken, "fence"), soci::use(row.completions, "completions"),
+        soci::use(row.compensate_from, marked, "from"), soci::use(s.lease_ms, "lease"), soci::use(s.record_id, "id");
     s.fence = taken;
     s.recovery_point = static_cast<std::size_t>(row.recovery_point);
     s.input = row.input_null == soci::i_ok ? operations::from_hex(row.input) : std::string();
@@ -436,13 +417,10 @@ void begin(soci::session& sql, steps_state& s, const std::string& input, bool co
     reset(sql, s);
     const std::string input_hex = operations::to_hex(input);
     const int compensable = compensates ? 1 : 0;
-    soci::statement insert = unnamed_statement(
-        sql,
-        "INSERT INTO idem_operations (record_id, namespace, fingerprint, fence, recovery_point, state, expires_at, "
-        "updated_at, input, compensates) VALUES (:id, :ns, :fp, 1, 0, 0, " +
-            s.now + " + :lease, " + s.now + ", :input, :compensates) ON CONFLICT (record_id) DO NOTHING",
-        soci::use(s.record_id), soci::use(s.name_space), soci::use(s.fingerprint), soci::use(s.lease_ms),
-        soci::use(input_hex), soci::use(compensable));
+    soci::statement insert =
+        unnamed_statement(sql, s.sql_text->begin, soci::use(s.record_id, "id"), soci::use(s.name_space, "ns"),
+                          soci::use(s.fingerprint, "fp"), soci::use(s.lease_ms, "lease"), soci::use(input_hex, "input"),
+                          soci::use(compensable, "compensates"));
     insert.execute(true);
     if (insert.get_affected_rows() == 1) {
         s.input = input;
@@ -475,10 +453,9 @@ void begin(soci::session& sql, steps_state& s, const std::string& input, bool co
         return;
     }
     if (row.state == 1) {  // its retention ended: a new operation under the key
-        sql << "DELETE FROM idem_steps WHERE record_id = :id", soci::use(s.record_id);
-        sql << "UPDATE idem_operations SET fingerprint = :fp, state = 0, result = NULL, recovery_point = 0, "
-               "input = :input, failures = 0, last_error = NULL, compensates = :compensates WHERE record_id = :id",
-            soci::use(s.fingerprint), soci::use(input_hex), soci::use(compensable), soci::use(s.record_id);
+        sql << s.sql_text->delete_steps, soci::use(s.record_id, "id");
+        sql << s.sql_text->renew, soci::use(s.fingerprint, "fp"), soci::use(input_hex, "input"),
+            soci::use(compensable, "compensates"), soci::use(s.record_id, "id");
         row.recovery_point = 0;
         row.input = input_hex;
         row.input_null = soci::i_ok;
@@ -506,8 +483,7 @@ void take_over(soci::session& sql, steps_state& s, const completion_policy& poli
         s.note = takeover_note::no_compensation;
     } else if (!row.marked_to_compensate() && policy.compensates && row.failures >= policy.compensate_after) {
         // The row is locked: every step stored before is counted.
-        sql << "SELECT COALESCE(MAX(step_index) + 1, 0) FROM idem_steps WHERE record_id = :id",
-            soci::into(row.compensate_from), soci::use(s.record_id);
+        sql << s.sql_text->next_step_index, soci::into(row.compensate_from), soci::use(s.record_id, "id");
         row.from_null = soci::i_ok;
         s.note = takeover_note::compensation_begins;
     } else if (row.marked_to_compensate()) {
@@ -519,8 +495,8 @@ void take_over(soci::session& sql, steps_state& s, const completion_policy& poli
     if (row.marked_to_compensate()) {
         // Its compensation's steps follow the operation's own; those stay as they are.
         long long stored = 0;
-        sql << "SELECT COUNT(*) FROM idem_steps WHERE record_id = :id AND state = 1 AND step_index < :from",
-            soci::into(stored), soci::use(s.record_id), soci::use(row.compensate_from);
+        sql << s.sql_text->count_stored_before, soci::into(stored), soci::use(s.record_id, "id"),
+            soci::use(row.compensate_from, "from");
         s.compensating = true;
         s.compensate_from = static_cast<std::size_t>(row.compensate_from);
         s.next = s.compensate_from;

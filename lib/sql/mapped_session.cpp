@@ -12,6 +12,7 @@
 #include "idem/error.hpp"
 #include "idem/unit_of_work.hpp"
 #include "sql/mapped_statements.hpp"
+#include "sql/mapping_statements.hpp"
 #include "sql/sql_dialect.hpp"
 #include "sql/sql_transaction.hpp"
 #include "sql/tracked_objects.hpp"
@@ -58,16 +59,7 @@ bool mapped_session::read(unit_of_work& uow, const table& type, const cell& key,
 }
 
 void mapped_session::create_table(unit_of_work& uow, const table& type) {
-    const sql_dialect& dialect = uow.internals().dialect();
-    std::string columns;
-    for (std::size_t i = 0; i < type.size; ++i) {
-        const field& f = type.fields[i];
-        if (i > 0) columns += ", ";
-        columns += std::string(f.name) + " " + dialect.column_type(f.kind, f.max);
-        if (!f.nullable) columns += " NOT NULL";
-        if (f.role == column_role::key) columns += " PRIMARY KEY";
-    }
-    uow.sql() << "CREATE TABLE IF NOT EXISTS " + std::string(type.name) + " (" + columns + ")";
+    uow.sql() << uow.internals().dialect().mapping().create_table(type);
 }
 
 void mapped_session::throw_not_found(const table& type) {

@@ -9,6 +9,7 @@
 
 #include "idem/error.hpp"
 #include "idem/unit_of_work.hpp"
+#include "sql/mapping_statements.hpp"
 #include "sql/soci_errors.hpp"
 #include "sql/sql_dialect.hpp"
 #include "sql/sql_transaction.hpp"
@@ -140,6 +141,11 @@ long long run_write(const table& type, unit_of_work& uow, bound_statement& st) {
     }
 }
 
+// The dialect's SQL for mapped rows.
+const mapping_statements& sql_of(unit_of_work& uow) {
+    return uow.internals().dialect().mapping();
+}
+
 // Every mapped type's statements on one connection, by type name.
 struct statement_cache {
     std::unordered_map<std::string, std::unique_ptr<mapped_statements>> types;
@@ -167,7 +173,7 @@ void mapped_statements::check_columns(unit_of_work& uow) {
     soci::session& sql = uow.sql();
     soci::row columns;
     try {
-        sql << "SELECT * FROM " + std::string(type_.name) + " WHERE 1 = 0", soci::into(columns);
+        sql << uow.internals().dialect().mapping().probe(type_), soci::into(columns);
     } catch (const soci::soci_error&) {
         try {
             rethrow_translated(type_, sql);
@@ -188,21 +194,6 @@ void mapped_statements::check_columns(unit_of_work& uow) {
     checked_ = true;
 }
 
-std::string mapped_statements::select_list() const {
-    std::string list;
-    for (std::size_t i = 0; i < type_.size; ++i) {
-        if (i > 0) list += ", ";
-        list += type_.fields[i].name;
-    }
-    return list;
-}
-
-std::string mapped_statements::key_condition(bool versioned) const {
-    std::string condition = std::string(" WHERE ") + type_.fields[type_.key].name + " = :key";
-    if (versioned) condition += std::string(" AND ") + type_.fields[type_.version].name + " = :seen";
-    return condition;
-}
-
 bound_statement& mapped_statements::prepared(unit_of_work& uow, std::unique_ptr<bound_statement>& slot,
                                              std::unique_ptr<bound_statement>& once, const std::string& text,
                                              std::vector<field_kind> in, bool reads) {
@@ -220,11 +211,9 @@ bound_statement& mapped_statements::prepared(unit_of_work& uow, std::unique_ptr<
 
 bool mapped_statements::load(unit_of_work& uow, const cell& key, bool lock, std::vector<cell>& row) {
     std::unique_ptr<bound_statement> once;
-    const std::string_view clause = lock ? uow.internals().dialect().lock_clause() : std::string_view();
-    bound_statement& st = prepared(
-        uow, fixed_[lock ? load_locked : load_plain], once,
-        "SELECT " + select_list() + " FROM " + std::string(type_.name) + key_condition(false) + std::string(clause),
-        {type_.fields[type_.key].kind}, true);
+    std::unique_ptr<bound_statement>& slot = fixed_[lock ? load_locked : load_plain];
+    bound_statement& st = prepared(uow, slot, once, slot ? std::string() : sql_of(uow).load(type_, lock),
+                                   {type_.fields[type_.key].kind}, true);
     st.in[0] = key;
     soci::session& sql = uow.sql();
     try {
@@ -245,9 +234,7 @@ bool mapped_statements::load(unit_of_work& uow, const cell& key, bool lock, std:
 void mapped_statements::select(unit_of_work& uow, std::string_view where, std::span<const parameter> params, bool lock,
                                const std::function<void(std::vector<cell>&)>& each) {
     std::unique_ptr<bound_statement> once;
-    std::string text = "SELECT " + select_list() + " FROM " + std::string(type_.name);
-    if (!where.empty()) text += " WHERE " + std::string(where);
-    if (lock) text += uow.internals().dialect().lock_clause();
+    const std::string text = sql_of(uow).select(type_, where, lock);
     std::vector<field_kind> kinds;
     for (const parameter& p : params) kinds.push_back(p.kind);
     soci::session& sql = uow.sql();
@@ -271,16 +258,11 @@ void mapped_statements::select(unit_of_work& uow, std::string_view where, std::s
 
 void mapped_statements::insert(unit_of_work& uow, const std::vector<cell>& row) {
     std::unique_ptr<bound_statement> once;
-    std::string values;
     std::vector<field_kind> kinds;
-    for (std::size_t i = 0; i < type_.size; ++i) {
-        values += (i > 0 ? ", :v" : ":v") + std::to_string(i);
-        kinds.push_back(type_.fields[i].kind);
-    }
+    for (std::size_t i = 0; i < type_.size; ++i) kinds.push_back(type_.fields[i].kind);
+    std::unique_ptr<bound_statement>& slot = fixed_[insert_row];
     bound_statement& st =
-        prepared(uow, fixed_[insert_row], once,
-                 "INSERT INTO " + std::string(type_.name) + " (" + select_list() + ") VALUES (" + values + ")",
-                 std::move(kinds), false);
+        prepared(uow, slot, once, slot ? std::string() : sql_of(uow).insert(type_), std::move(kinds), false);
     for (std::size_t i = 0; i < type_.size; ++i) st.in[i] = row[i];
     (void)run_write(type_, uow, st);
 }
@@ -289,17 +271,13 @@ long long mapped_statements::update(unit_of_work& uow, std::uint64_t changed, co
                                     const cell* seen) {
     std::unique_ptr<bound_statement> once;
     std::unique_ptr<bound_statement>& slot = updates_[changed | (seen != nullptr ? 0 : std::uint64_t{1} << 63)];
-    std::string sets;
     std::vector<field_kind> kinds;
-    for (std::size_t i = 0; i < type_.size; ++i) {
-        if ((changed & (std::uint64_t{1} << i)) == 0) continue;
-        sets += std::string(sets.empty() ? "" : ", ") + type_.fields[i].name + " = :v" + std::to_string(i);
-        kinds.push_back(type_.fields[i].kind);
-    }
+    for (std::size_t i = 0; i < type_.size; ++i)
+        if ((changed & (std::uint64_t{1} << i)) != 0) kinds.push_back(type_.fields[i].kind);
     kinds.push_back(type_.fields[type_.key].kind);
     if (seen != nullptr) kinds.push_back(type_.fields[type_.version].kind);
     bound_statement& st =
-        prepared(uow, slot, once, "UPDATE " + std::string(type_.name) + " SET " + sets + key_condition(seen != nullptr),
+        prepared(uow, slot, once, slot ? std::string() : sql_of(uow).update(type_, changed, seen != nullptr),
                  std::move(kinds), false);
     std::size_t n = 0;
     for (std::size_t i = 0; i < type_.size; ++i)
@@ -313,9 +291,9 @@ long long mapped_statements::erase(unit_of_work& uow, const cell& key, const cel
     std::unique_ptr<bound_statement> once;
     std::vector<field_kind> kinds{type_.fields[type_.key].kind};
     if (seen != nullptr) kinds.push_back(type_.fields[type_.version].kind);
-    bound_statement& st =
-        prepared(uow, fixed_[seen != nullptr ? erase_versioned : erase_plain], once,
-                 "DELETE FROM " + std::string(type_.name) + key_condition(seen != nullptr), std::move(kinds), false);
+    std::unique_ptr<bound_statement>& slot = fixed_[seen != nullptr ? erase_versioned : erase_plain];
+    bound_statement& st = prepared(uow, slot, once, slot ? std::string() : sql_of(uow).erase(type_, seen != nullptr),
+                                   std::move(kinds), false);
     st.in[0] = key;
     if (seen != nullptr) st.in[1] = *seen;
     return run_write(type_, uow, st);

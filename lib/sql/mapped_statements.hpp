@@ -52,15 +52,14 @@ public:
 private:
     enum kind : std::size_t { load_plain, load_locked, insert_row, erase_plain, erase_versioned, kind_count };
 
-    // The statement `text` with parameters of kinds `in`, reading every column
-    // when `reads`: the one kept in `slot`, else made there (and kept when the
-    // connection keeps statements; `once` otherwise).
+    // The statement `text` (the dialect's) with parameters of kinds `in`,
+    // reading every column when `reads`: the one kept in `slot` (`text` then
+    // unused), else made there (and kept when the connection keeps
+    // statements; `once` otherwise).
     bound_statement& prepared(unit_of_work& uow, std::unique_ptr<bound_statement>& slot,
                               std::unique_ptr<bound_statement>& once, const std::string& text,
                               std::vector<field_kind> in, bool reads);
     void check_columns(unit_of_work& uow);
-    [[nodiscard]] std::string select_list() const;
-    [[nodiscard]] std::string key_condition(bool versioned) const;
 
     const table& type_;
     bool checked_ = false;

@@ -7,6 +7,7 @@
 
 #include "idem/error.hpp"
 #include "internal/crypto.hpp"
+#include "sql/operations_statements.hpp"
 #include "sql/sql_dialect.hpp"
 #include "sql/unnamed_statement.hpp"
 
@@ -35,12 +36,6 @@ struct operation_row {
     long long fence = 0, point = 0, from = 0, completions = 0, failures = 0, expires = 0, updated = 0, now = 0;
     int stored = 0;
     soci::indicator from_null = soci::i_ok, input_null = soci::i_ok, result_null = soci::i_ok, error_null = soci::i_ok;
-
-    static std::string columns(soci::session& sql) {
-        return "record_id, namespace, state, fence, recovery_point, compensate_from, completions, failures, "
-               "expires_at, updated_at, " +
-               std::string(dialect_of(sql).clock_ms()) + ", input, result, last_error";
-    }
 
     void bind(soci::statement& st) {
         st.exchange(soci::into(record_id));
@@ -79,6 +74,10 @@ struct operation_row {
     }
 };
 
+const operations_statements& statements(soci::session& sql) {
+    return dialect_of(sql).operations();
+}
+
 }  // namespace
 
 std::string to_hex(std::string_view bytes) {
@@ -99,17 +98,9 @@ std::string from_hex(std::string_view text) {
     return bytes;
 }
 
-std::string clock(soci::session& sql) {
-    return std::string(dialect_of(sql).clock_ms());
-}
-
-std::string row_lock(soci::session& sql) {
-    return std::string(dialect_of(sql).lock_clause());
-}
-
 bool exists(soci::session& sql) {
     long long n = 0;
-    sql << "SELECT COUNT(*) FROM idem_schema_versions WHERE name LIKE '%\\_completer' ESCAPE '\\'", soci::into(n);
+    sql << statements(sql).exists, soci::into(n);
     return n > 0;
 }
 
@@ -117,8 +108,8 @@ std::optional<operation_state> read(soci::session& sql, const std::string& recor
     operation_row row;
     soci::statement st(sql);
     row.bind(st);
-    st.exchange(soci::use(record_id));
-    prepare_statement(st, "SELECT " + operation_row::columns(sql) + " FROM idem_operations WHERE record_id = :id");
+    st.exchange(soci::use(record_id, "id"));
+    prepare_statement(st, statements(sql).read_operation);
     if (!st.execute(true)) return std::nullopt;
     operation_state s = row.state();
 
@@ -126,12 +117,10 @@ std::optional<operation_state> read(soci::session& sql, const std::string& recor
     int kind = 0, stored = 0, attempts = 0;
     std::string name, step_result;
     soci::indicator step_result_null = soci::i_ok;
-    soci::statement steps = unnamed_statement(
-        sql,
-        "SELECT step_index, name, kind, state, attempts, result, updated_at FROM idem_steps WHERE record_id = :id "
-        "ORDER BY step_index",
-        soci::into(index), soci::into(name), soci::into(kind), soci::into(stored), soci::into(attempts),
-        soci::into(step_result, step_result_null), soci::into(step_updated), soci::use(record_id));
+    soci::statement steps =
+        unnamed_statement(sql, statements(sql).read_steps, soci::into(index), soci::into(name), soci::into(kind),
+                          soci::into(stored), soci::into(attempts), soci::into(step_result, step_result_null),
+                          soci::into(step_updated), soci::use(record_id, "id"));
     steps.execute();
     while (steps.fetch()) {
         const auto position = static_cast<std::size_t>(index);
@@ -157,9 +146,7 @@ std::vector<operation_state> unfinished(soci::session& sql, std::string_view nam
     st.exchange(soci::use(ns, "ns2"));
     st.exchange(soci::use(n, "n"));
     // Through the (state, expires_at) index, as the completer finds them.
-    prepare_statement(st, "SELECT " + operation_row::columns(sql) +
-                              " FROM idem_operations WHERE state = 0 AND (:ns = '' OR namespace = :ns2) ORDER BY "
-                              "expires_at LIMIT :n");
+    prepare_statement(st, statements(sql).unfinished);
     st.execute();
     std::vector<operation_state> found;
     while (st.fetch()) found.push_back(row.state());
@@ -169,10 +156,8 @@ std::vector<operation_state> unfinished(soci::session& sql, std::string_view nam
 backlog count_unfinished(soci::session& sql) {
     long long unfinished = 0, overdue = 0, oldest = 0, now = 0;
     soci::indicator oldest_null = soci::i_ok, overdue_null = soci::i_ok;
-    const std::string clock_now = clock(sql);
-    sql << "SELECT COUNT(*), SUM(CASE WHEN expires_at <= " + clock_now + " THEN 1 ELSE 0 END), MIN(expires_at), " +
-               clock_now + " FROM idem_operations WHERE state = 0",
-        soci::into(unfinished), soci::into(overdue, overdue_null), soci::into(oldest, oldest_null), soci::into(now);
+    sql << statements(sql).count_unfinished, soci::into(unfinished), soci::into(overdue, overdue_null),
+        soci::into(oldest, oldest_null), soci::into(now);
     backlog b{.unfinished = unfinished, .overdue = overdue_null == soci::i_ok ? overdue : 0};
     if (oldest_null == soci::i_ok && oldest < now) b.lag_ms = now - oldest;
     return b;
@@ -190,9 +175,10 @@ std::vector<due_row> due(soci::session& sql, std::span<const std::string> namesp
     st.exchange(soci::into(row.failures));
     for (std::size_t i = 0; i < namespaces.size(); ++i) st.exchange(soci::use(namespaces[i], "ns" + std::to_string(i)));
     st.exchange(soci::use(n, "n"));
-    prepare_statement(st,
-                      "SELECT record_id, namespace, failures FROM idem_operations WHERE state = 0 AND expires_at <= " +
-                          clock(sql) + " AND namespace IN (" + in + ") ORDER BY expires_at LIMIT :n");
+    std::string text = statements(sql).due;
+    const std::string_view marker = "{namespaces}";
+    text.replace(text.find(marker), marker.size(), in);
+    prepare_statement(st, text);
     st.execute();
     std::vector<due_row> rows;
     while (st.fetch()) rows.push_back(row);
@@ -202,27 +188,24 @@ std::vector<due_row> due(soci::session& sql, std::span<const std::string> namesp
 std::size_t purge(soci::session& sql, std::size_t limit, std::int64_t older_than_ms) {
     long long before = 0;
     const long long n = static_cast<long long>(limit), older = older_than_ms;
-    sql << "SELECT " + clock(sql) + " - :older", soci::use(older), soci::into(before);
+    const operations_statements& s = statements(sql);
+    sql << s.retention_cutoff, soci::use(older, "older"), soci::into(before);
     // Taken first and held until COMMIT (PostgreSQL locks them, skipping rows a
     // run is taking over; SQLite's writer holds the database), then deleted one
     // by one: a DELETE ... WHERE IN (SELECT ... LIMIT ... FOR UPDATE) may run its
     // subquery again for every row it meets and go past the batch.
     std::vector<std::string> ids(limit);
-    sql << "SELECT record_id FROM idem_operations WHERE state = 1 AND expires_at <= :before ORDER BY expires_at "
-           "LIMIT :n" +
-               std::string(dialect_of(sql).claim_clause()),
-        soci::use(before, "before"), soci::use(n, "n"), soci::into(ids);
+    sql << s.expired, soci::use(before, "before"), soci::use(n, "n"), soci::into(ids);
     if (ids.empty()) return 0;
-    sql << "DELETE FROM idem_steps WHERE record_id = :id", soci::use(ids);
-    sql << "DELETE FROM idem_operations WHERE record_id = :id", soci::use(ids);
+    sql << s.delete_steps, soci::use(ids, "id");
+    sql << s.delete_operation, soci::use(ids, "id");
     return ids.size();
 }
 
 std::size_t count_expired(soci::session& sql, std::int64_t older_than_ms) {
     long long n = 0;
     const long long older = older_than_ms;
-    sql << "SELECT COUNT(*) FROM idem_operations WHERE state = 1 AND expires_at <= " + clock(sql) + " - :older",
-        soci::use(older), soci::into(n);
+    sql << statements(sql).count_expired, soci::use(older, "older"), soci::into(n);
     return static_cast<std::size_t>(n);
 }
 
@@ -233,7 +216,7 @@ void put_off(soci::session& sql, const std::string& record_id, std::optional<std
     for (char& c : kept)
         if (c < ' ' || c > '~') c = '?';
     const long long wait = wait_ms, added = failed ? 1 : 0, run = fence.value_or(0);
-    const std::string now = clock(sql);
+    const operations_statements& s = statements(sql);
     soci::statement st(sql);
     st.exchange(soci::use(wait, "wait"));
     st.exchange(soci::use(kept, "e"));
@@ -241,10 +224,7 @@ void put_off(soci::session& sql, const std::string& record_id, std::optional<std
     st.exchange(soci::use(record_id, "id"));
     if (fence) st.exchange(soci::use(run, "fence"));
     // Its run's fence, or a lease that ended: never a run's that took it over meanwhile.
-    prepare_statement(st, "UPDATE idem_operations SET expires_at = " + now +
-                              " + :wait, last_error = :e, failures = failures + :added, updated_at = " + now +
-                              " WHERE record_id = :id AND state = 0 AND " +
-                              (fence ? "fence = :fence" : "expires_at <= " + now));
+    prepare_statement(st, fence ? s.put_off_fenced : s.put_off_expired);
     st.execute(true);
 }
 
@@ -253,21 +233,14 @@ release_outcome release(soci::session& sql, const std::string& record_id, bool c
     long long fence = 0;
     int compensates = 0;
     soci::indicator known = soci::i_ok;
-    sql << "SELECT fence, compensates FROM idem_operations WHERE record_id = :id AND state = 0" + row_lock(sql),
-        soci::into(fence), soci::into(compensates, known), soci::use(record_id);
+    const operations_statements& s = statements(sql);
+    sql << s.lock_unfinished, soci::into(fence), soci::into(compensates, known), soci::use(record_id, "id");
     if (!sql.got_data()) return release_outcome::not_found;
     // One begun before the column says nothing: its completer drops the mark if it has no compensation.
     if (compensate && known == soci::i_ok && compensates == 0) return release_outcome::no_compensation;
-    const std::string now = clock(sql);
-    const std::string mark = compensate
-                                 ? ", compensate_from = COALESCE(compensate_from, (SELECT COALESCE(MAX(step_index) "
-                                   "+ 1, 0) FROM idem_steps WHERE record_id = :id2))"
-                                 : "";
-    const std::string text = "UPDATE idem_operations SET fence = fence + 1, expires_at = " + now +
-                             ", updated_at = " + now + mark + " WHERE record_id = :id AND state = 0";
-    soci::statement update = compensate
-                                 ? unnamed_statement(sql, text, soci::use(record_id, "id2"), soci::use(record_id, "id"))
-                                 : unnamed_statement(sql, text, soci::use(record_id, "id"));
+    soci::statement update = compensate ? unnamed_statement(sql, s.release_compensating, soci::use(record_id, "id2"),
+                                                            soci::use(record_id, "id"))
+                                        : unnamed_statement(sql, s.release, soci::use(record_id, "id"));
     update.execute(true);
     return update.get_affected_rows() == 1 ? release_outcome::released : release_outcome::not_found;
 }

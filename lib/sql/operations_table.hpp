@@ -1,9 +1,10 @@
 // The statements on the tables of operations in steps (migrations/*/NNNN_steps.sql
 // and NNNN_completer.sql) that are not one run's own: what inspect, the
-// completer, `idem complete` and the purge read and change. Written once for
-// every SQL dialect; each runs on the caller's session (in its transaction,
-// where one is open). Times are milliseconds since the epoch on the
-// database's clock (sql_dialect::clock_ms), so instances with skewed clocks agree.
+// completer, `idem complete` and the purge read and change, in the order this
+// work needs; the SQL is the dialect's (operations_statements.hpp). Each runs
+// on the caller's session (in its transaction, where one is open). Times are
+// milliseconds since the epoch on the database's clock, so instances with
+// skewed clocks agree.
 #pragma once
 
 #include <cstddef>
@@ -28,12 +29,6 @@ namespace idem::detail::operations_table {
 // text idem did not write.
 [[nodiscard]] IDEM_API std::string to_hex(std::string_view bytes);
 [[nodiscard]] IDEM_API std::string from_hex(std::string_view text);
-
-// The database's clock in milliseconds, as an SQL expression of `sql`'s dialect.
-[[nodiscard]] IDEM_API std::string clock(soci::session& sql);
-// What a SELECT of an operation's row ends with to hold it until COMMIT
-// (" FOR UPDATE"; nothing where writers are serialised anyway).
-[[nodiscard]] IDEM_API std::string row_lock(soci::session& sql);
 
 // Whether the completer's migration has run on the database `sql` is connected to.
 [[nodiscard]] IDEM_API bool exists(soci::session& sql);

@@ -82,12 +82,6 @@ struct bytes_codec {
 
     explicit bytes_codec(unit_of_work& uow) : hex(uow.internals().dialect().bytes_as_hex()) {}
 
-    [[nodiscard]] std::string parameter(std::string_view name) const {
-        return hex ? "decode(:" + std::string(name) + ", 'hex')" : ":" + std::string(name);
-    }
-    [[nodiscard]] std::string column(std::string_view name) const {
-        return hex ? "encode(" + std::string(name) + ", 'hex')" : std::string(name);
-    }
     [[nodiscard]] std::string to_sql(std::string_view bytes) const {
         return hex ? detail::hex(std::as_bytes(std::span(bytes.data(), bytes.size()))) : std::string(bytes);
     }
@@ -111,14 +105,13 @@ std::size_t vector_room(std::size_t limit) {
     return limit + 1;
 }
 
-std::string claim_clause(unit_of_work& uow) {
-    return std::string(uow.internals().dialect().claim_clause());
+const outbox_statements& statements(unit_of_work& uow) {
+    return uow.internals().dialect().outbox();
 }
 
 // First in a transaction of the relay's: how the dialect plans and commits queue work.
 void apply_queue_settings(unit_of_work& uow) {
-    if (const std::string_view settings = uow.internals().dialect().queue_settings(); !settings.empty())
-        uow.sql() << std::string(settings);
+    if (const std::string& settings = statements(uow).queue_settings; !settings.empty()) uow.sql() << settings;
 }
 
 }  // namespace
@@ -138,25 +131,16 @@ struct insert_statement {
     long long at = 0;
     soci::statement st;
 
-    insert_statement(soci::session& sql, const bytes_codec& bytes, bool kept) : st(sql) {
+    insert_statement(soci::session& sql, const std::string& text, bool kept) : st(sql) {
         st.exchange(soci::use(id, "id"));
         st.exchange(soci::use(topic, "topic"));
         st.exchange(soci::use(key, key_null, "ordering_key"));
         st.exchange(soci::use(headers, "headers"));
         st.exchange(soci::use(payload, "payload"));
         st.exchange(soci::use(at, "created"));
-        prepare_statement(st,
-                          "INSERT INTO idem_outbox_intake (id, topic, ordering_key, headers, payload, created_at) "
-                          "VALUES (:id, :topic, :ordering_key, " +
-                              bytes.parameter("headers") + ", " + bytes.parameter("payload") + ", :created)",
-                          kept);
+        prepare_statement(st, text, kept);
     }
 };
-
-// The same INSERT sent with COMMIT, in libpq's numbering (see deferred_sql).
-constexpr const char* insert_at_commit_sql =
-    "INSERT INTO idem_outbox_intake (id, topic, ordering_key, headers, payload, created_at) "
-    "VALUES ($1, $2, $3, $4, $5, $6)";
 
 // Beyond this many messages a transaction's INSERTs go out as it publishes
 // them: the pipeline that ends it reads no answer before it has sent them all.
@@ -167,9 +151,10 @@ constexpr std::size_t max_messages_at_commit = 16;
 void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) {
     if (rows.empty()) return;
     sql_transaction& tx = uow.internals();
-    // In db.once on PostgreSQL, the messages travel with the record's own
-    // statement and COMMIT: publishing costs no round trip of its own.
-    if (tx.may_defer() && rows.size() <= max_messages_at_commit) {
+    const outbox_statements& text = statements(uow);
+    // In db.once on a fast path (PostgreSQL's), the messages travel with the
+    // record's own statement and COMMIT: publishing costs no round trip of its own.
+    if (tx.may_defer() && !text.insert_at_commit.empty() && rows.size() <= max_messages_at_commit) {
         for (const new_row& row : rows) {
             std::vector<deferred_sql::value> values;
             values.reserve(6);
@@ -182,8 +167,8 @@ void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) 
             values.emplace_back(encode_headers(row.message.headers));
             values.emplace_back(row.message.payload);
             values.emplace_back(now);
-            tx.defer(std::make_unique<deferred_sql>(insert_at_commit_sql, "publishing a message", tx.keeps_statements(),
-                                                    std::move(values)));
+            tx.defer(std::make_unique<deferred_sql>(text.insert_at_commit.c_str(), "publishing a message",
+                                                    tx.keeps_statements(), std::move(values)));
         }
         return;
     }
@@ -194,10 +179,10 @@ void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) 
     insert_statement* statement = nullptr;
     if (tx.keeps_statements()) {
         std::shared_ptr<void>& slot = tx.connection_cache(owner);
-        if (!slot) slot = std::make_shared<insert_statement>(sql, bytes, true);
+        if (!slot) slot = std::make_shared<insert_statement>(sql, text.insert, true);
         statement = static_cast<insert_statement*>(slot.get());
     } else {
-        once = std::make_unique<insert_statement>(sql, bytes, false);
+        once = std::make_unique<insert_statement>(sql, text.insert, false);
         statement = once.get();
     }
     insert_statement& s = *statement;
@@ -215,40 +200,49 @@ void insert(unit_of_work& uow, std::span<const new_row> rows, std::int64_t now) 
 
 namespace {
 
-// Rows are updated by id, found through the primary key: a statement that
-// names no state can be read through no partial index, whatever the
-// statistics say (the rows were locked in the state the subquery read).
-std::string by_id(unit_of_work& uow, const std::string& subquery) {
-    return uow.internals().dialect().among("id", subquery);
-}
-
 // The first `limit` due messages, in the order they came due, that no
 // earlier undelivered message of their key (pending, claimed, backing off or
 // dead) holds back, taken for `token` until `until`. Read through the due
 // index, skipping what other relays hold locked, the scan stops as soon as it
-// has them; it never reads what is claimed, backing off or set aside.
+// has them; it never reads what is claimed, backing off or set aside. Rows
+// are then updated by id, found through the primary key: a statement that
+// names no state can be read through no partial index, whatever the
+// statistics say (the rows were locked in the state the scan read).
 std::vector<claimed_row> take_free(unit_of_work& uow, const bytes_codec& bytes, std::size_t limit, long long now,
                                    long long until, const std::string& token) {
+    const outbox_statements& s = statements(uow);
     const std::size_t room = vector_room(limit);
     std::vector<long long> seq(room), created(room);
     std::vector<std::string> id(room), topic(room), key(room), headers(room), payload(room);
     std::vector<soci::indicator> key_null(room);
     std::vector<int> attempts(room);
     long long n = static_cast<long long>(limit);
-    const std::string free =
-        "SELECT o.id FROM idem_outbox o WHERE o.state = 0 AND o.available_at <= :now AND (o.ordering_key IS NULL "
-        "OR NOT EXISTS (SELECT 1 FROM idem_outbox e WHERE e.ordering_key = o.ordering_key AND e.seq < o.seq "
-        "AND e.state <> 1)) ORDER BY o.available_at, o.seq LIMIT :n" +
-        claim_clause(uow);
-    // The 64-bit columns CAST: SOCI reads a column SQLite declares INTEGER as
-    // 32 bits into a vector (milliseconds since the epoch were cut short).
-    uow.sql() << "UPDATE idem_outbox SET attempts = attempts + 1, available_at = :until, claim = :token WHERE " +
-                     by_id(uow, free) + " RETURNING CAST(seq AS BIGINT), id, topic, ordering_key, " +
-                     bytes.column("headers") + ", " + bytes.column("payload") +
-                     ", attempts, CAST(created_at AS BIGINT)",
-        soci::use(until, "until"), soci::use(token, "token"), soci::use(now, "now"), soci::use(n, "n"), soci::into(seq),
-        soci::into(id), soci::into(topic), soci::into(key, key_null), soci::into(headers), soci::into(payload),
-        soci::into(attempts), soci::into(created);
+    soci::statement take(uow.sql());
+    if (s.mark_taken.empty()) {
+        take.exchange(soci::use(until, "until"));
+        take.exchange(soci::use(token, "token"));
+    }
+    take.exchange(soci::use(now, "now"));
+    take.exchange(soci::use(n, "n"));
+    take.exchange(soci::into(seq));
+    take.exchange(soci::into(id));
+    take.exchange(soci::into(topic));
+    take.exchange(soci::into(key, key_null));
+    take.exchange(soci::into(headers));
+    take.exchange(soci::into(payload));
+    take.exchange(soci::into(attempts));
+    take.exchange(soci::into(created));
+    prepare_statement(take, s.take_free);
+    take.execute(true);
+    if (!s.mark_taken.empty() && !id.empty()) {
+        std::string each;
+        soci::statement mark = unnamed_statement(uow.sql(), s.mark_taken, soci::use(until, "until"),
+                                                 soci::use(token, "token"), soci::use(each, "id"));
+        for (const std::string& taken : id) {
+            each = taken;
+            mark.execute(true);
+        }
+    }
     std::vector<claimed_row> rows;
     rows.reserve(seq.size());
     for (std::size_t i = 0; i < seq.size(); ++i) {
@@ -269,37 +263,19 @@ std::vector<claimed_row> take_free(unit_of_work& uow, const bytes_codec& bytes, 
 // Messages that will go on waiting for an earlier message of their key are
 // set aside until `until`, so that claims no longer read past them: those
 // whose key's first undelivered message is dead or backing off, and those
-// with deep_queue messages or more before them (a key's long queue). Among
-// the first 16 batches of due messages, one window a time. settle() makes the
-// next message of a key due as soon as the one before is delivered, and the
+// with 64 messages or more before them (a key's long queue). Among the first
+// 16 batches of due messages, one window a time. settle() makes the next
+// message of a key due as soon as the one before is delivered, and the
 // lease's end is the latest they are looked at again. One right behind a
 // message in flight is never set aside (it is free as soon as that one is
 // delivered), nor one whose predecessor another transaction holds; the
 // predecessor is held for share meanwhile, so a settle that delivers it waits
 // for this transaction, then sees what it set aside. Returns how many.
 std::size_t set_aside_waiting(unit_of_work& uow, std::size_t limit, long long now, long long until) {
-    constexpr int deep_queue = 64;
     long long window = static_cast<long long>(limit) * 16, stalled_at = now, in_flight_at = now;
-    const std::string stalled =
-        "(SELECT CASE WHEN h.state = 2 OR (h.claim IS NULL AND h.available_at > :stalled_at) THEN 1 ELSE 0 END "
-        "FROM idem_outbox h WHERE h.ordering_key = w.ordering_key AND h.state <> 1 ORDER BY h.seq LIMIT 1) = 1";
-    const std::string deep =
-        "(SELECT COUNT(*) FROM (SELECT 1 FROM idem_outbox d WHERE d.ordering_key = w.ordering_key AND d.seq < w.seq "
-        "AND d.state <> 1 LIMIT " +
-        std::to_string(deep_queue) + ") q) = " + std::to_string(deep_queue);
-    const std::string predecessor_held =
-        "(SELECT CASE WHEN p.claim IS NULL OR p.available_at <= :in_flight_at THEN 1 ELSE 0 END FROM idem_outbox p "
-        "WHERE p.ordering_key = w.ordering_key AND p.seq < w.seq AND p.state <> 1 ORDER BY p.seq DESC LIMIT 1" +
-        std::string(uow.internals().dialect().share_clause()) + ") = 1";
-    const std::string waiting =
-        "SELECT w.id FROM (SELECT o.id, o.seq, o.ordering_key FROM idem_outbox o WHERE o.state = 0 AND "
-        "o.available_at <= :now ORDER BY o.available_at, o.seq LIMIT :window" +
-        claim_clause(uow) + ") w WHERE w.ordering_key IS NOT NULL AND (" + stalled + " OR " + deep + ") AND " +
-        predecessor_held;
-    soci::statement st =
-        unnamed_statement(uow.sql(), "UPDATE idem_outbox SET available_at = :until WHERE " + by_id(uow, waiting),
-                          soci::use(until, "until"), soci::use(now, "now"), soci::use(window, "window"),
-                          soci::use(stalled_at, "stalled_at"), soci::use(in_flight_at, "in_flight_at"));
+    soci::statement st = unnamed_statement(
+        uow.sql(), statements(uow).set_aside, soci::use(until, "until"), soci::use(now, "now"),
+        soci::use(window, "window"), soci::use(stalled_at, "stalled_at"), soci::use(in_flight_at, "in_flight_at"));
     st.execute(true);
     return static_cast<std::size_t>(st.get_affected_rows());
 }
@@ -317,42 +293,31 @@ std::size_t set_aside_waiting(unit_of_work& uow, std::size_t limit, long long no
 // turned it away), nothing is dropped: id_arrived_again rolls the claim back
 // and take_in_one_by_one looks at each.
 void take_in(unit_of_work& uow, std::size_t limit) {
+    const outbox_statements& s = statements(uow);
     soci::session& sql = uow.sql();
     long long n = static_cast<long long>(limit), taken = 0, came_in = 0;
-    const std::string first_rows = "SELECT seq FROM idem_outbox_intake ORDER BY seq LIMIT :n";
-    constexpr const char* columns = "id, topic, ordering_key, headers, payload, created_at";
-    const std::string_view lock = uow.internals().dialect().intake_lock();
-    if (lock.empty()) {
-        // Writers serialised: the three statements see the same rows.
-        long long last = 0;
-        soci::indicator none = soci::i_null;
-        sql << "SELECT MAX(seq), COUNT(*) FROM (" + first_rows + ")", soci::use(n, "n"), soci::into(last, none),
-            soci::into(taken);
-        if (none != soci::i_ok) return;
-        soci::statement st =
-            unnamed_statement(sql,
-                              "INSERT INTO idem_outbox (" + std::string(columns) + ", available_at) SELECT " + columns +
-                                  ", created_at FROM idem_outbox_intake WHERE seq <= :last ORDER BY "
-                                  "seq ON CONFLICT (id) DO NOTHING",
-                              soci::use(last, "last"));
-        st.execute(true);
-        came_in = st.get_affected_rows();
+    if (!s.intake_lock.empty()) {
+        int may = 0;
+        sql << s.intake_lock, soci::into(may);
+        if (may == 0) return;  // another claim is taking in; this one claims what is in
+    }
+    if (!s.take_in.empty()) {
+        // One statement: what leaves the intake is what comes in, rows committed
+        // since it began (an earlier seq's transaction ending late) stay for the next.
+        sql << s.take_in, soci::use(n, "n"), soci::into(taken), soci::into(came_in);
         if (came_in != taken) throw id_arrived_again();
-        sql << "DELETE FROM idem_outbox_intake WHERE seq <= :last", soci::use(last, "last");
         return;
     }
-    int may = 0;
-    sql << std::string(lock), soci::into(may);
-    if (may == 0) return;  // another claim is taking in; this one claims what is in
-    // One statement: what leaves the intake is what comes in, rows committed
-    // since it began (an earlier seq's transaction ending late) stay for the next.
-    sql << "WITH taken AS (DELETE FROM idem_outbox_intake WHERE seq <= (SELECT MAX(seq) FROM (" + first_rows +
-               ") f) RETURNING seq, " + columns + "), came_in AS (INSERT INTO idem_outbox (" + columns +
-               ", available_at) SELECT " + columns +
-               ", created_at FROM taken ORDER BY seq ON CONFLICT (id) DO NOTHING RETURNING 1) "
-               "SELECT (SELECT COUNT(*) FROM taken), (SELECT COUNT(*) FROM came_in)",
-        soci::use(n, "n"), soci::into(taken), soci::into(came_in);
+    // Three statements that see the same rows (writers serialised, or the rows locked).
+    long long last = 0;
+    soci::indicator none = soci::i_null;
+    sql << s.intake_range, soci::use(n, "n"), soci::into(last, none), soci::into(taken);
+    if (none != soci::i_ok) return;
+    soci::statement copy = unnamed_statement(sql, s.intake_copy, soci::use(last, "last"));
+    copy.execute(true);
+    came_in = copy.get_affected_rows();
     if (came_in != taken) throw id_arrived_again();
+    sql << s.intake_remove, soci::use(last, "last");
 }
 
 // A message of the intake as it was published.
@@ -377,23 +342,20 @@ id_arrived_again::~id_arrived_again() = default;
 intake_report take_in_one_by_one(unit_of_work& uow, std::size_t limit) {
     apply_queue_settings(uow);
     soci::session& sql = uow.sql();
-    const bytes_codec bytes(uow);
+    const outbox_statements& s = statements(uow);
     intake_report report;
-    if (const std::string_view lock = uow.internals().dialect().intake_lock(); !lock.empty()) {
+    if (!s.intake_lock.empty()) {
         int may = 0;
-        sql << std::string(lock), soci::into(may);
+        sql << s.intake_lock, soci::into(may);
         if (may == 0) return report;  // another claim is taking in
     }
     std::vector<intake_row> rows;
     {
         intake_row r;
         long long n = static_cast<long long>(limit);
-        soci::statement st = unnamed_statement(
-            sql,
-            "SELECT CAST(seq AS BIGINT), id, topic, ordering_key, " + bytes.column("headers") + ", " +
-                bytes.column("payload") + ", CAST(created_at AS BIGINT) FROM idem_outbox_intake ORDER BY seq LIMIT :n",
-            soci::use(n, "n"), soci::into(r.seq), soci::into(r.id), soci::into(r.topic), soci::into(r.key, r.key_null),
-            soci::into(r.headers), soci::into(r.payload), soci::into(r.created_at));
+        soci::statement st = unnamed_statement(sql, s.intake_rows, soci::use(n, "n"), soci::into(r.seq),
+                                               soci::into(r.id), soci::into(r.topic), soci::into(r.key, r.key_null),
+                                               soci::into(r.headers), soci::into(r.payload), soci::into(r.created_at));
         st.execute();
         while (st.fetch()) rows.push_back(r);
     }
@@ -404,24 +366,15 @@ intake_report take_in_one_by_one(unit_of_work& uow, std::size_t limit) {
     std::string answer;
     soci::indicator answer_null = soci::i_null;
     soci::statement find =
-        unnamed_statement(sql,
-                          "SELECT topic, ordering_key, " + bytes.column("headers") + ", " + bytes.column("payload") +
-                              " FROM idem_outbox WHERE id = :id",
-                          soci::use(put.id, "id"), soci::into(in.topic), soci::into(in.key, in.key_null),
-                          soci::into(in.headers), soci::into(in.payload));
+        unnamed_statement(sql, s.find_message, soci::use(put.id, "id"), soci::into(in.topic),
+                          soci::into(in.key, in.key_null), soci::into(in.headers), soci::into(in.payload));
     // A message whose id is taken comes in dead, under an id of its own.
     soci::statement insert = unnamed_statement(
-        sql,
-        "INSERT INTO idem_outbox (id, topic, ordering_key, headers, payload, created_at, available_at, state, "
-        "done_at, last_answer) VALUES (:id, :topic, :ordering_key, " +
-            bytes.parameter("headers") + ", " + bytes.parameter("payload") +
-            ", :created, :available, :state, :done, :answer)",
-        soci::use(put.id, "id"), soci::use(put.topic, "topic"), soci::use(put.key, put.key_null, "ordering_key"),
-        soci::use(put.headers, "headers"), soci::use(put.payload, "payload"), soci::use(put.created_at, "created"),
-        soci::use(at, "available"), soci::use(state, "state"), soci::use(at, done_null, "done"),
-        soci::use(answer, answer_null, "answer"));
-    soci::statement remove =
-        unnamed_statement(sql, "DELETE FROM idem_outbox_intake WHERE seq = :seq", soci::use(put.seq, "seq"));
+        sql, s.insert_message, soci::use(put.id, "id"), soci::use(put.topic, "topic"),
+        soci::use(put.key, put.key_null, "ordering_key"), soci::use(put.headers, "headers"),
+        soci::use(put.payload, "payload"), soci::use(put.created_at, "created"), soci::use(at, "available"),
+        soci::use(state, "state"), soci::use(at, done_null, "done"), soci::use(answer, answer_null, "answer"));
+    soci::statement remove = unnamed_statement(sql, s.remove_intake_row, soci::use(put.seq, "seq"));
     for (intake_row& row : rows) {
         put = std::move(row);
         in = {};
@@ -450,8 +403,6 @@ intake_report take_in_one_by_one(unit_of_work& uow, std::size_t limit) {
     return report;
 }
 
-namespace {}  // namespace
-
 std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_t now, std::int64_t lease_end,
                                const std::string& token) {
     apply_queue_settings(uow);
@@ -470,18 +421,16 @@ std::vector<claimed_row> claim(unit_of_work& uow, std::size_t limit, std::int64_
 void settle(unit_of_work& uow, const std::string& token, std::int64_t lease_end, std::span<const unsettled> failed,
             std::int64_t now, bool keyed) {
     apply_queue_settings(uow);
+    const outbox_statements& s = statements(uow);
     soci::session& sql = uow.sql();
     if (!failed.empty()) {
         long long due = 0, done = now;
         int state = 0;
         soci::indicator done_null = soci::i_null;
         std::string id, answer;
-        soci::statement st =
-            unnamed_statement(sql,
-                              "UPDATE idem_outbox SET state = :state, available_at = :due, last_answer = :answer, "
-                              "done_at = :done, claim = NULL WHERE id = :id AND state = 0 AND claim = :token",
-                              soci::use(state, "state"), soci::use(due, "due"), soci::use(answer, "answer"),
-                              soci::use(done, done_null, "done"), soci::use(id, "id"), soci::use(token, "token"));
+        soci::statement st = unnamed_statement(sql, s.settle_one, soci::use(state, "state"), soci::use(due, "due"),
+                                               soci::use(answer, "answer"), soci::use(done, done_null, "done"),
+                                               soci::use(id, "id"), soci::use(token, "token"));
         for (const unsettled& f : failed) {
             id = f.id;
             state = f.kind == settle_kind::dead ? 2 : 0;
@@ -494,9 +443,7 @@ void settle(unit_of_work& uow, const std::string& token, std::int64_t lease_end,
     long long at = now, until = lease_end;
     // The rest of the claim: found through the due index by the lease's end,
     // which all its messages share, not by a scan for the token.
-    sql << "UPDATE idem_outbox SET state = 1, done_at = :at, claim = NULL, last_answer = NULL "
-           "WHERE state = 0 AND available_at = :until AND claim = :token",
-        soci::use(at, "at"), soci::use(until, "until"), soci::use(token, "token");
+    sql << s.settle_rest, soci::use(at, "at"), soci::use(until, "until"), soci::use(token, "token");
     if (!keyed) return;
     // The next message of each key delivered now (found through the rows
     // delivered at this instant, and any other relay's of the same instant),
@@ -504,27 +451,18 @@ void settle(unit_of_work& uow, const std::string& token, std::int64_t lease_end,
     // UPDATE above: a claim that set a message aside held its predecessor for
     // share, so that UPDATE waited for it and this statement sees what it did.
     // The UPDATE checks again that nothing claimed it meanwhile (naming no
-    // state, so that it finds the row by id: see by_id).
+    // state, so that it finds the row by id: see take_free).
     long long due = now, later = now, delivered_at = now, set_aside = now;
-    const std::string next =
-        "SELECT (SELECT CASE WHEN e.state = 0 AND e.claim IS NULL AND e.available_at > :set_aside THEN e.id END "
-        "FROM idem_outbox e WHERE e.ordering_key = d.ordering_key AND e.seq > d.seq AND e.state <> 1 "
-        "ORDER BY e.seq LIMIT 1) FROM idem_outbox d WHERE d.state = 1 AND d.done_at = :delivered "
-        "AND d.ordering_key IS NOT NULL";
-    sql << "UPDATE idem_outbox SET available_at = :due WHERE " + by_id(uow, next) +
-               " AND claim IS NULL AND available_at > :later",
-        soci::use(due, "due"), soci::use(set_aside, "set_aside"), soci::use(delivered_at, "delivered"),
-        soci::use(later, "later");
+    sql << s.release_next, soci::use(due, "due"), soci::use(set_aside, "set_aside"),
+        soci::use(delivered_at, "delivered"), soci::use(later, "later");
 }
 
 std::size_t requeue(unit_of_work& uow, const std::optional<std::string>& id, std::int64_t now) {
     soci::session& sql = uow.sql();
+    const outbox_statements& s = statements(uow);
     long long at = now;
-    const std::string requeue_dead =
-        "UPDATE idem_outbox SET state = 0, attempts = 0, available_at = :at, done_at = NULL WHERE state = 2";
-    soci::statement st =
-        id ? unnamed_statement(sql, requeue_dead + " AND id = :id", soci::use(at, "at"), soci::use(*id, "id"))
-           : unnamed_statement(sql, requeue_dead, soci::use(at, "at"));
+    soci::statement st = id ? unnamed_statement(sql, s.requeue_one, soci::use(at, "at"), soci::use(*id, "id"))
+                            : unnamed_statement(sql, s.requeue_all, soci::use(at, "at"));
     st.execute(true);
     return static_cast<std::size_t>(st.get_affected_rows());
 }
@@ -540,17 +478,13 @@ totals count(unit_of_work& uow) {
     // same index). No index keeps them in seq order: the first pending row by
     // seq would be looked for through every row, delivered ones included, or
     // a sort of the pending rows read from the table.
-    sql << "SELECT p.n, (SELECT COUNT(*) FROM idem_outbox WHERE state = 2), "
-           "(SELECT created_at FROM idem_outbox WHERE state = 0 AND seq = p.oldest) "
-           "FROM (SELECT COUNT(*) AS n, MIN(seq) AS oldest FROM idem_outbox WHERE state = 0) p",
-        soci::into(pending), soci::into(dead), soci::into(oldest, oldest_null);
+    sql << statements(uow).count, soci::into(pending), soci::into(dead), soci::into(oldest, oldest_null);
     totals t{.pending = pending, .dead = dead};
     if (oldest_null == soci::i_ok) t.oldest_pending = oldest;
     // The intake's are pending too, and published after every message in the outbox.
     long long waiting = 0, first = 0;
     soci::indicator first_null = soci::i_null;
-    sql << "SELECT COUNT(*), (SELECT created_at FROM idem_outbox_intake ORDER BY seq LIMIT 1) FROM idem_outbox_intake",
-        soci::into(waiting), soci::into(first, first_null);
+    sql << statements(uow).count_intake, soci::into(waiting), soci::into(first, first_null);
     t.pending += waiting;
     if (!t.oldest_pending && first_null == soci::i_ok) t.oldest_pending = first;
     return t;
@@ -561,24 +495,20 @@ std::size_t purge(unit_of_work& uow, std::size_t limit, std::int64_t delivered_b
     soci::session& sql = uow.sql();
     long long before = delivered_before, n = static_cast<long long>(limit);
     // Taken through the delivered rows' index, deleted by id.
-    const std::string oldest =
-        "SELECT id FROM idem_outbox WHERE state = 1 AND done_at <= :before ORDER BY done_at LIMIT :n" +
-        claim_clause(uow);
-    soci::statement st = unnamed_statement(sql, "DELETE FROM idem_outbox WHERE " + by_id(uow, oldest),
-                                           soci::use(before, "before"), soci::use(n, "n"));
+    soci::statement st = unnamed_statement(sql, statements(uow).purge, soci::use(before, "before"), soci::use(n, "n"));
     st.execute(true);
     return static_cast<std::size_t>(st.get_affected_rows());
 }
 
 bool exists(soci::session& sql) {
     long long n = 0;
-    sql << "SELECT COUNT(*) FROM idem_schema_versions WHERE name LIKE '%outbox'", soci::into(n);
+    sql << dialect_of(sql).outbox().exists, soci::into(n);
     return n > 0;
 }
 
 std::size_t count_delivered(soci::session& sql, std::int64_t delivered_before) {
     long long n = 0, before = delivered_before;
-    sql << "SELECT COUNT(*) FROM idem_outbox WHERE state = 1 AND done_at <= :before", soci::use(before), soci::into(n);
+    sql << dialect_of(sql).outbox().count_delivered, soci::use(before, "before"), soci::into(n);
     return static_cast<std::size_t>(n);
 }
 
@@ -589,8 +519,8 @@ std::vector<dead_row> dead_letters(unit_of_work& uow, std::size_t limit) {
     std::vector<soci::indicator> answer_null(room);
     std::vector<int> attempts(room);
     long long n = static_cast<long long>(limit);
-    sql << "SELECT id, topic, attempts, last_answer FROM idem_outbox WHERE state = 2 ORDER BY seq LIMIT :n",
-        soci::use(n, "n"), soci::into(id), soci::into(topic), soci::into(attempts), soci::into(answer, answer_null);
+    sql << statements(uow).dead_letters, soci::use(n, "n"), soci::into(id), soci::into(topic), soci::into(attempts),
+        soci::into(answer, answer_null);
     std::vector<dead_row> rows;
     for (std::size_t i = 0; i < id.size(); ++i)
         rows.push_back({std::move(id[i]), std::move(topic[i]), attempts[i],

@@ -37,7 +37,7 @@ private:
 }  // namespace
 
 void sql_connection::finish(std::span<const std::unique_ptr<deferred_statement>>, bool) {
-    throw std::logic_error("idem: only PostgreSQL transactions defer statements");
+    throw std::logic_error("idem: this dialect's connection has no fast path: it cannot defer statements");
 }
 
 std::unique_ptr<sql_connection> make_soci_connection(soci::session& session, std::string begin_sql) {

@@ -24,22 +24,6 @@ std::unique_ptr<sql_connection> sql_dialect::connect(soci::session& session, std
 
 void sql_dialect::translate_error(std::string_view, soci::session*) const {}
 
-std::string sql_dialect::among(std::string_view column, std::string_view subquery) const {
-    return std::string(column) + " IN (" + std::string(subquery) + ")";
-}
-
-std::string sql_dialect::column_type(field_kind kind, long long max) const {
-    switch (kind) {
-        case field_kind::text: return "TEXT";
-        case field_kind::real: return "DOUBLE PRECISION";
-        case field_kind::boolean: return "BOOLEAN";
-        case field_kind::integer: break;
-    }
-    if (max <= 32767) return "SMALLINT";
-    if (max <= 2147483647) return "INTEGER";
-    return "BIGINT";
-}
-
 void register_dialect(const sql_dialect& dialect) noexcept {
     for (auto& slot : registered) {
         const sql_dialect* current = nullptr;
@@ -59,7 +43,7 @@ const sql_dialect& dialect_of(soci::session& session) {
         if (const sql_dialect* dialect = slot.load(); dialect != nullptr && dialect->soci_backend() == backend)
             return *dialect;
     throw std::invalid_argument("idem: no idem dialect is loaded for SOCI backend '" + backend +
-                                "' (link its store: idem-sqlite for sqlite3, idem-postgresql for postgresql)");
+                                "' (link the idem store library of that database)");
 }
 
 void translate_driver_error(std::string_view what, soci::session* session) {

@@ -1,6 +1,6 @@
-// One SQL dialect, as the transaction runner and the migrations need to know
-// it: how a transaction begins, its control connection, how its driver's
-// errors read. The library that links a dialect's driver (a store's library)
+// One SQL dialect, as the layers above the stores need to know it: how a
+// transaction begins, its control connection, how its driver's errors read,
+// and every statement idem sends to its own tables. The library that links a dialect's driver (a store's library)
 // registers its dialect as it loads, so idem_sql itself names no dialect and
 // links no driver: a new dialect is a store folder with one sql_dialect in it.
 #pragma once
@@ -9,9 +9,12 @@
 #include <string>
 #include <string_view>
 
-#include "idem/detail/mapped_table.hpp"
 #include "idem/export.hpp"
 #include "idem/transaction_runner.hpp"
+#include "sql/mapping_statements.hpp"
+#include "sql/operations_statements.hpp"
+#include "sql/outbox_statements.hpp"
+#include "sql/schema_statements.hpp"
 
 namespace soci {
 class session;
@@ -34,43 +37,15 @@ public:
     // Called inside a catch block: throws the store_error for a driver exception
     // it recognises (exact codes, broken connections) and returns otherwise.
     virtual void translate_error(std::string_view what, soci::session* session) const;
-    // A statement that queues concurrent migrations, run first in their
-    // transaction; empty when the dialect needs none.
-    [[nodiscard]] virtual std::string_view migration_lock() const noexcept { return {}; }
-    // What a SELECT of mapped rows ends with to hold them until COMMIT (" FOR
-    // UPDATE"); empty where writers are serialised anyway (SQLite).
-    [[nodiscard]] virtual std::string_view lock_clause() const noexcept { return {}; }
-    // What a SELECT of rows one worker takes for itself ends with, so that
-    // concurrent workers pass over them (" FOR UPDATE SKIP LOCKED"); empty
-    // where writers are serialised anyway.
-    [[nodiscard]] virtual std::string_view claim_clause() const noexcept { return {}; }
-    // What a subquery reading a row that must not change until COMMIT ends
-    // with, passing over rows another transaction holds (" FOR SHARE SKIP
-    // LOCKED"); empty where writers are serialised anyway.
-    [[nodiscard]] virtual std::string_view share_clause() const noexcept { return {}; }
-    // A statement run first in a transaction that claims from, settles or
-    // purges a queue table (the outbox), or empty: how the database should
-    // plan and commit that bookkeeping (see the PostgreSQL dialect).
-    [[nodiscard]] virtual std::string_view queue_settings() const noexcept { return {}; }
-    // A condition true for the rows whose `column` is among those `subquery`
-    // returns, the subquery run once and its rows looked up through the
-    // column's index; by default "column IN (subquery)".
-    [[nodiscard]] virtual std::string among(std::string_view column, std::string_view subquery) const;
-    // A query a claim runs before it takes in the outbox's intake, true when this
-    // transaction may (the others' take-ins are done or will wait for it),
-    // false when another is taking in now: what each takes in comes after
-    // what the one before it took. Empty where writers are serialised anyway.
-    [[nodiscard]] virtual std::string_view intake_lock() const noexcept { return {}; }
     // Whether bytes go through SOCI as hex text (PostgreSQL: SOCI binds text
-    // parameters, which stop at a NUL) rather than as they are (SQLite).
+    // parameters, which stop at a NUL) rather than as they are (SQLite). The
+    // statements below that take or return bytes convert them themselves.
     [[nodiscard]] virtual bool bytes_as_hex() const noexcept { return false; }
-    // The database's clock as an SQL expression: whole milliseconds since the
-    // Unix epoch. What instances with skewed clocks agree on (operations' leases).
-    [[nodiscard]] virtual std::string_view clock_ms() const noexcept = 0;
-    // The column type of a mapped member in db.create_table<T>(); `max` is an
-    // integer member's largest value. By default SQL's own names, which SQLite
-    // reads with the affinities (and SOCI with the types) the members need.
-    [[nodiscard]] virtual std::string column_type(field_kind kind, long long max) const;
+    // Every statement idem sends to its own tables, in this dialect's SQL.
+    [[nodiscard]] virtual const outbox_statements& outbox() const noexcept = 0;
+    [[nodiscard]] virtual const operations_statements& operations() const noexcept = 0;
+    [[nodiscard]] virtual const schema_statements& schema() const noexcept = 0;
+    [[nodiscard]] virtual const mapping_statements& mapping() const noexcept = 0;
 
 protected:
     sql_dialect() = default;

@@ -263,7 +263,7 @@ protected:
     void release_savepoint(const std::string& name) override {
         // Inside the savepoint: a failure here still rolls back to it.
         if (unit_) unit_->flush(*this);
-        connection_->execute("RELEASE " + name, "RELEASE SAVEPOINT");
+        connection_->execute("RELEASE SAVEPOINT " + name, "RELEASE SAVEPOINT");
         if (unit_) unit_->savepoint_released(depth_);
         --depth_;
     }
@@ -273,8 +273,8 @@ protected:
         const int depth = depth_--;
         if (unit_) unit_->savepoint_rolled_back(depth);
         try {
-            connection_->execute("ROLLBACK TO " + name, "ROLLBACK TO SAVEPOINT");
-            connection_->execute("RELEASE " + name, "RELEASE SAVEPOINT");
+            connection_->execute("ROLLBACK TO SAVEPOINT " + name, "ROLLBACK TO SAVEPOINT");
+            connection_->execute("RELEASE SAVEPOINT " + name, "RELEASE SAVEPOINT");
         } catch (const std::exception& failure) {
             // The database may have ended the whole transaction (SQLite does on
             // some I/O errors): what the outer work did is no longer certain.

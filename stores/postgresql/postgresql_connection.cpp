@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "postgresql_native.hpp"
+#include "postgresql_statements.hpp"
 #include "sql/fast_path.hpp"
 #include "sql/soci_errors.hpp"
 #include "sql/sql_connection.hpp"
 #include "sql/sql_dialect.hpp"
+#include "standard_mapping_statements.hpp"
 
 namespace idem::detail {
 namespace {
@@ -179,49 +181,16 @@ public:
         }
     }
 
+    [[nodiscard]] bool bytes_as_hex() const noexcept override { return true; }
+    [[nodiscard]] const outbox_statements& outbox() const noexcept override { return pg::outbox_sql(); }
+    [[nodiscard]] const operations_statements& operations() const noexcept override { return pg::operations_sql(); }
+    [[nodiscard]] const schema_statements& schema() const noexcept override { return pg::schema_sql(); }
     // Under READ COMMITTED a row read FOR UPDATE cannot change before COMMIT:
     // a concurrent writer waits, then sees what this transaction wrote.
-    [[nodiscard]] std::string_view lock_clause() const noexcept override { return " FOR UPDATE"; }
-    [[nodiscard]] std::string_view claim_clause() const noexcept override { return " FOR UPDATE SKIP LOCKED"; }
-    [[nodiscard]] std::string_view share_clause() const noexcept override { return " FOR SHARE SKIP LOCKED"; }
-    // A queue table's statistics are stale as soon as they are taken (a
-    // backlog comes and goes between two ANALYZEs), and planned from them a
-    // claim that should stop after its window in the due index reads and
-    // sorts every pending row instead, or every row. Its statements name the
-    // index to read in their predicates and order; these settings refuse the
-    // other plans for the transaction (and JIT compilation, which a refused
-    // plan's cost would otherwise call for: a fifth of a second a statement).
-    // COMMIT does not wait for the flush: a claim, settle or purge a crash
-    // loses only delivers those messages again, or purges them again
-    // (delivery stays at least once).
-    [[nodiscard]] std::string_view queue_settings() const noexcept override {
-        return "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), "
-               "set_config('enable_sort', 'off', true), set_config('jit', 'off', true), "
-               "set_config('synchronous_commit', 'off', true)";
-    }
-    // "IN (subquery)" may be planned as a join led by the table (every pending
-    // row, each compared with the subquery's) or run a locking subquery again
-    // per row; ANY (ARRAY(...)) runs it once and looks its rows up by index.
-    [[nodiscard]] std::string among(std::string_view column, std::string_view subquery) const override {
-        return std::string(column) + " = ANY (ARRAY(" + std::string(subquery) + "))";
-    }
-    [[nodiscard]] bool bytes_as_hex() const noexcept override { return true; }
-    // Held until COMMIT; one per schema, so that two applications' outboxes in
-    // one database do not wait for each other.
-    [[nodiscard]] std::string_view intake_lock() const noexcept override {
-        return "SELECT CASE WHEN pg_try_advisory_xact_lock(hashtext(current_schema() || '.idem_outbox_intake')) "
-               "THEN 1 ELSE 0 END";
-    }
-    // clock_timestamp(), not now(): a long transaction's steps see the time move on.
-    [[nodiscard]] std::string_view clock_ms() const noexcept override {
-        return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
-    }
+    [[nodiscard]] const mapping_statements& mapping() const noexcept override { return mapping_; }
 
-    // pg_advisory_xact_lock key: "idem" in ASCII. Concurrent CREATE TABLE IF NOT
-    // EXISTS can fail on PostgreSQL, so every migrating process queues here first.
-    [[nodiscard]] std::string_view migration_lock() const noexcept override {
-        return "SELECT pg_advisory_xact_lock(1768187245)";
-    }
+private:
+    standard_mapping_statements mapping_{" FOR UPDATE"};
 };
 
 const postgresql_dialect the_dialect;

@@ -10,6 +10,8 @@
 #include "sql/sql_connection.hpp"
 #include "sql/sql_dialect.hpp"
 #include "sqlite_native.hpp"
+#include "sqlite_statements.hpp"
+#include "standard_mapping_statements.hpp"
 #include "writer_gate.hpp"
 
 namespace idem::detail {
@@ -123,9 +125,14 @@ public:
         return std::make_unique<sqlite_connection>(session);
     }
 
-    [[nodiscard]] std::string_view clock_ms() const noexcept override {
-        return "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)";
-    }
+    [[nodiscard]] const outbox_statements& outbox() const noexcept override { return sqlite::outbox_sql(); }
+    [[nodiscard]] const operations_statements& operations() const noexcept override { return sqlite::operations_sql(); }
+    [[nodiscard]] const schema_statements& schema() const noexcept override { return sqlite::schema_sql(); }
+    // Writers are serialised: a SELECT of mapped rows locks nothing.
+    [[nodiscard]] const mapping_statements& mapping() const noexcept override { return mapping_; }
+
+private:
+    standard_mapping_statements mapping_{""};
 
     // SOCI's SQLite error keeps the result code: it tells a busy database and a
     // constraint apart. The message is SQLite's generic text for the code.

@@ -6,11 +6,14 @@
 #include <chrono>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "idem/error.hpp"
 #include "idem/sqlite_store.hpp"
 #include "idem/transaction_runner.hpp"
+#include "sql/migrations.hpp"
 #include "sql/sql_connection.hpp"
 #include "sql/sql_dialect.hpp"
 #include "sql/sql_transaction.hpp"
@@ -293,8 +296,10 @@ TEST_CASE("runner: the connection cache keeps one slot per owner for the runner'
 namespace {
 
 // A dialect is one object: this one speaks SQLite through SOCI alone, with
-// BEGIN EXCLUSIVE, and counts the connections runners open with it.
+// BEGIN EXCLUSIVE, and counts the connections runners open with it. Its SQL
+// for idem's tables is the store's dialect's.
 struct counting_dialect final : idem::detail::sql_dialect {
+    explicit counting_dialect(const idem::detail::sql_dialect& store) : store_(store) {}
     mutable int connections = 0;
     [[nodiscard]] std::string_view soci_backend() const noexcept override { return "sqlite3"; }
     [[nodiscard]] std::string begin_sql(const idem::transaction_options&) const override { return "BEGIN EXCLUSIVE"; }
@@ -303,15 +308,23 @@ struct counting_dialect final : idem::detail::sql_dialect {
         ++connections;
         return sql_dialect::connect(session, std::move(begin));
     }
-    [[nodiscard]] std::string_view clock_ms() const noexcept override { return "0"; }
+    [[nodiscard]] const idem::detail::outbox_statements& outbox() const noexcept override { return store_.outbox(); }
+    [[nodiscard]] const idem::detail::operations_statements& operations() const noexcept override {
+        return store_.operations();
+    }
+    [[nodiscard]] const idem::detail::schema_statements& schema() const noexcept override { return store_.schema(); }
+    [[nodiscard]] const idem::detail::mapping_statements& mapping() const noexcept override { return store_.mapping(); }
+
+private:
+    const idem::detail::sql_dialect& store_;
 };
 
 }  // namespace
 
 TEST_CASE("runner: the dialect registered for a SOCI backend is the one runners speak") {
-    static const counting_dialect counting;
     database db;
     const idem::detail::sql_dialect& stores = idem::detail::dialect_of(db.session);  // the SQLite store's
+    static const counting_dialect counting{stores};
     idem::detail::register_dialect(counting);
     try {
         soci::session session;
@@ -338,4 +351,78 @@ TEST_CASE("runner: the dialect registered for a SOCI backend is the one runners 
 TEST_CASE("runner: a session that is not connected is refused") {
     soci::session unconnected;
     CHECK_THROWS_AS(idem::transaction_runner{unconnected}, std::invalid_argument);
+}
+
+namespace {
+
+// Migrations as a dialect whose DDL commits as it runs would apply them (each
+// a step of its own, under a lock of the connection's), on SQLite: its own
+// SQL, with the lock and unlock leaving a mark that shows when they ran.
+struct stepwise {
+    database db;
+    idem::detail::schema_statements statements = idem::detail::dialect_of(db.session).schema();
+    std::vector<std::string> scripts = {"CREATE TABLE IF NOT EXISTS a (x INTEGER)",
+                                        "CREATE TABLE IF NOT EXISTS b (x INTEGER)",
+                                        "CREATE TABLE IF NOT EXISTS c (x INTEGER)"};
+    std::vector<std::string> names = {"0001_a", "0002_b", "0003_c"};
+    int runs_of_b = 0;
+
+    stepwise() {
+        statements.transactional_ddl = false;
+        statements.lock = "CREATE TABLE migration_lock (x INTEGER)";  // fails if held: never taken twice
+        statements.unlock = "DROP TABLE migration_lock";
+    }
+
+    std::vector<std::string> migrate() {
+        std::vector<idem::detail::embedded_migration> migrations;
+        for (std::size_t i = 0; i < scripts.size(); ++i)
+            migrations.push_back({static_cast<int>(i + 1), names[i], scripts[i]});
+        return idem::detail::apply_migrations(
+            db.runner, migrations,
+            [&](unit_of_work& tx, std::string_view sql) {
+                if (sql.find(" b ") != std::string_view::npos) ++runs_of_b;
+                tx.sql() << std::string(sql);
+            },
+            &statements);
+    }
+
+    [[nodiscard]] std::vector<int> recorded() {
+        std::vector<int> versions;
+        int v = 0;
+        soci::statement st =
+            (db.session.prepare << "SELECT version FROM idem_schema_versions ORDER BY version", soci::into(v));
+        st.execute();
+        while (st.fetch()) versions.push_back(v);
+        return versions;
+    }
+    [[nodiscard]] bool locked() {
+        long long n = 0;
+        db.session << "SELECT count(*) FROM sqlite_master WHERE name = 'migration_lock'", soci::into(n);
+        return n > 0;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("migrations where DDL commits as it runs: each recorded as it ends, a failed one runs again whole") {
+    stepwise s;
+    s.scripts[1] = "CREATE TABLE IF NOT EXISTS b (x INTEGER) STRICT WITHOUT";  // a typo: the step fails
+    CHECK_THROWS(s.migrate());
+    CHECK(s.recorded() == std::vector<int>{1});  // the step before it stays, recorded
+    CHECK_FALSE(s.locked());                     // given back after the failure
+
+    s.scripts[1] = "CREATE TABLE IF NOT EXISTS b (x INTEGER)";
+    CHECK(s.migrate() == std::vector<std::string>{"0002_b", "0003_c"});  // resumed where it failed
+    CHECK(s.recorded() == std::vector<int>{1, 2, 3});
+    CHECK(s.runs_of_b == 2);
+    CHECK_FALSE(s.locked());
+
+    CHECK(s.migrate().empty());  // current: no step runs again
+    CHECK(s.runs_of_b == 2);
+
+    // A newer database than the library: refused before any step.
+    s.scripts.pop_back();
+    s.names.pop_back();
+    CHECK_THROWS_AS(s.migrate(), idem::store_error);
+    CHECK_FALSE(s.locked());
 }
