@@ -61,8 +61,10 @@ def unit(name, runs, prelude):
 
 
 failures, pending_failed, checked = [], [], 0
-for header in sorted((include / "idem").rglob("*.hpp")):
-    name = header.relative_to(include / "idem").as_posix()
+# include/idem, and the public headers a store keeps in its folder (stores/<name>/include/idem).
+for header in sorted([*(include / "idem").rglob("*.hpp"), *root.glob("stores/*/include/idem/*.hpp")]):
+    store_include = next(p for p in header.parents if p.name == "idem").parent
+    name = header.relative_to(store_include / "idem").as_posix()
     if name.startswith("detail/"):
         continue  # not API: a comment, no example (tests/public_headers.py)
     runs = snippets(header.read_text())
@@ -73,7 +75,7 @@ for header in sorted((include / "idem").rglob("*.hpp")):
     prelude = prelude_file.read_text() if prelude_file.exists() else ""
     source = unit(name, runs, prelude)
     result = subprocess.run(
-        [compiler, "-std=c++20", "-fsyntax-only", "-I", str(include), "-I", str(root / "tests"),
+        [compiler, "-std=c++20", "-fsyntax-only", "-I", str(include), "-I", str(store_include), "-I", str(root / "tests"),
          "-x", "c++", "-"],
         input=source, text=True, capture_output=True)
     checked += 1

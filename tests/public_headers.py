@@ -10,11 +10,14 @@ import sys
 
 root = pathlib.Path(sys.argv[1])
 compiler = sys.argv[2]
-forbidden = re.compile(r'#\s*include\s*[<"](soci/|libpq|postgresql/|sqlite3|openssl/|hiredis/|httplib|CLI/|nlohmann/)')
+forbidden = re.compile(
+    r'#\s*include\s*[<"](soci/|libpq|postgresql/|sqlite3|mysql|mariadb/|openssl/|hiredis/|httplib|CLI/|nlohmann/)')
 failures = []
-headers = sorted((root / "include" / "idem").rglob("*.hpp"))
+# include/idem, and the public headers a store keeps in its folder (stores/<name>/include/idem).
+headers = sorted([*(root / "include" / "idem").rglob("*.hpp"), *root.glob("stores/*/include/idem/*.hpp")])
 for header in headers:
-    name = header.relative_to(root / "include")
+    include_root = next(p for p in header.parents if p.name == "idem").parent
+    name = header.relative_to(include_root)
     text = header.read_text()
     if forbidden.search(text):
         failures.append(f"{name}: includes a driver, crypto or server-library header")
@@ -25,7 +28,7 @@ for header in headers:
         failures.append(f"{name}: does not open with a doc comment showing an example")
     result = subprocess.run(
         [compiler, "-std=c++20", "-fsyntax-only", "-Wall", "-Wextra", "-Wpedantic", "-Werror",
-         "-I", str(root / "include"), "-x", "c++", "-"],
+         "-I", str(root / "include"), "-I", str(include_root), "-x", "c++", "-"],
         input=f'#include "{name}"\n', text=True, capture_output=True)
     if result.returncode != 0:
         failures.append(f"{name}: does not compile alone:\n{result.stderr}")
