@@ -1,17 +1,13 @@
 #include "postgres_server.hpp"
 
 #include <libpq-fe.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 
-#include "child_process.hpp"
 #include "free_port.hpp"
 
 #ifndef IDEM_POSTGRES_BINDIR
@@ -25,28 +21,6 @@ using namespace std::chrono_literals;
 
 const std::string bindir = IDEM_POSTGRES_BINDIR;
 constexpr const char* superuser = "idem";
-
-std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-// Runs a program as the server user to completion; throws with its output when it fails.
-void run_as_server_user(std::vector<std::string> argv, const std::filesystem::path& dir, const std::string& log) {
-    spawn_options options;
-    const std::string program = argv.front();
-    options.argv = std::move(argv);
-    options.working_dir = dir;
-    options.as_server_user = true;
-    options.output_file = dir / log;
-    child_process child(std::move(options));
-    if (!child.wait_for_exit(60s)) throw std::runtime_error(program + " did not finish within 60 s");
-    const int status = child.reap();
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        throw std::runtime_error(program + " failed:\n" + read_file(dir / log));
-}
 
 bool accepts_connections(const std::string& conninfo) {
     return PQping(conninfo.c_str()) == PQPING_OK;

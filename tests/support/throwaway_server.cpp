@@ -1,5 +1,7 @@
 #include "throwaway_server.hpp"
 
+#include <sys/wait.h>
+
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -83,6 +85,26 @@ std::string throwaway_server::log_tail(std::size_t bytes) const {
     text << log.rdbuf();
     const std::string all = text.str();
     return all.size() > bytes ? all.substr(all.size() - bytes) : all;
+}
+
+void run_as_server_user(std::vector<std::string> argv, const std::filesystem::path& dir, const std::string& log,
+                        std::chrono::milliseconds timeout) {
+    spawn_options options;
+    const std::string program = argv.front();
+    options.argv = std::move(argv);
+    options.working_dir = dir;
+    options.as_server_user = true;
+    options.output_file = dir / log;
+    child_process child(std::move(options));
+    if (!child.wait_for_exit(timeout))
+        throw std::runtime_error(program + " did not finish within " + std::to_string(timeout.count()) + " ms");
+    const int status = child.reap();
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        std::ifstream in(dir / log);
+        std::stringstream output;
+        output << in.rdbuf();
+        throw std::runtime_error(program + " failed:\n" + output.str());
+    }
 }
 
 }  // namespace idem::test

@@ -60,4 +60,11 @@ private:
     std::optional<child_process> process_;
 };
 
+// Runs a server's setup step (initdb, mariadb-install-db) to completion as
+// server_user(), in `dir`, its output to dir/`log`: the files it creates belong
+// to the user the server will run as. Throws, with that output, when it fails
+// or takes longer than `timeout`.
+void run_as_server_user(std::vector<std::string> argv, const std::filesystem::path& dir, const std::string& log,
+                        std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
 }  // namespace idem::test
