@@ -119,8 +119,8 @@ std::shared_ptr<transactional_record_store> database::shared_store() const noexc
 store_admin& database::admin() noexcept {
     return *impl_->admin;
 }
-database_url::backend database::backend() const noexcept {
-    return impl_->url.kind;
+std::string_view database::engine() const noexcept {
+    return impl_->url.scheme;
 }
 
 soci::session& database::session_of(transaction_runner& runner) noexcept {
