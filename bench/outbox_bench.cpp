@@ -134,7 +134,7 @@ void create_bank(idem::database& db) {
 // 200 bytes published by the client, 1,000 to a transaction, with `keys`
 // ordering keys in turn (0: none).
 void prefill(idem::database& db, std::size_t messages, std::size_t keys) {
-    const bool postgresql = db.backend() == idem::database_url::backend::postgresql;
+    const bool postgresql = db.engine() == "postgresql";
     db.transact([&](idem::unit_of_work& uow) {
         uow.sql() << (postgresql ? "TRUNCATE idem_outbox" : "DELETE FROM idem_outbox");
         if (!postgresql) uow.sql() << "DELETE FROM idem_outbox_intake";
@@ -448,8 +448,7 @@ int main(int argc, char** argv) {
     if (a.runs("http")) http_part(db, a);
     if (a.runs("purge")) {
 #ifdef IDEM_BENCH_POSTGRESQL
-        if (db.backend() != idem::database_url::backend::postgresql)
-            throw std::invalid_argument("the purge part runs on PostgreSQL");
+        if (db.engine() != "postgresql") throw std::invalid_argument("the purge part runs on PostgreSQL");
         purge_part(db, a);
 #else
         throw std::invalid_argument("the purge part needs the PostgreSQL store");

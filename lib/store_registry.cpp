@@ -1,16 +1,23 @@
 #include "idem/store_registry.hpp"
 
-#include <map>
+#include <algorithm>
 #include <mutex>
 #include <stdexcept>
-#include <string>
+#include <utility>
+
+#include "internal/store_forms.hpp"
 
 namespace idem {
 namespace {
 
+struct registered {
+    store_url_form form;
+    store_factory factory;
+};
+
 struct registry {
     std::mutex mutex;
-    std::map<database_url::backend, store_factory> factories;
+    std::vector<registered> stores;  // in the order they registered
 };
 
 registry& the_registry() {
@@ -18,20 +25,33 @@ registry& the_registry() {
     return r;
 }
 
-std::string_view library_of(database_url::backend backend) noexcept {
-    switch (backend) {
-        case database_url::backend::sqlite: return "idem-sqlite (SOCI's sqlite3 backend and libsqlite3)";
-        case database_url::backend::postgresql: return "idem-postgresql (SOCI's postgresql backend and libpq)";
-    }
-    return "the store's library";
-}
-
 }  // namespace
 
-void register_store(database_url::backend backend, store_factory factory) {
+void register_store(store_url_form form, store_factory factory) {
+    if (form.scheme.empty()) throw std::invalid_argument("idem: a store registers a scheme");
+    if (!factory) throw std::invalid_argument("idem: the store " + form.scheme + " registers no factory");
+    if (form.display_name.empty()) form.display_name = form.scheme;
     registry& r = the_registry();
     const std::lock_guard lock(r.mutex);
-    r.factories[backend] = std::move(factory);
+    std::erase_if(r.stores, [&](const registered& s) { return s.form.scheme == form.scheme; });
+    r.stores.push_back({std::move(form), std::move(factory)});
+}
+
+std::optional<store_url_form> registered_store(std::string_view scheme) {
+    registry& r = the_registry();
+    const std::lock_guard lock(r.mutex);
+    const auto it = std::ranges::find(r.stores, scheme, [](const registered& s) { return s.form.scheme; });
+    if (it == r.stores.end()) return std::nullopt;
+    return it->form;
+}
+
+std::vector<store_url_form> detail::registered_forms() {
+    registry& r = the_registry();
+    const std::lock_guard lock(r.mutex);
+    std::vector<store_url_form> forms;
+    forms.reserve(r.stores.size());
+    for (const registered& s : r.stores) forms.push_back(s.form);
+    return forms;
 }
 
 opened_store open_store(const database_url& url, const store_request& request) {
@@ -39,11 +59,12 @@ opened_store open_store(const database_url& url, const store_request& request) {
     {
         registry& r = the_registry();
         const std::lock_guard lock(r.mutex);
-        if (const auto it = r.factories.find(url.kind); it != r.factories.end()) factory = it->second;
+        const auto it = std::ranges::find(r.stores, url.scheme, [](const registered& s) { return s.form.scheme; });
+        if (it != r.stores.end()) factory = it->factory;
     }
     if (!factory)
-        throw std::invalid_argument("idem: this program has no store for that database: link " +
-                                    std::string(library_of(url.kind)));
+        throw std::invalid_argument("idem: this program links no store for " + url.scheme.substr(0, 20) + " URLs" +
+                                    detail::use_accepted_forms());
     return factory(url, request);
 }
 

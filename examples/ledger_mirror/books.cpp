@@ -36,7 +36,7 @@ void add(soci::session& sql, const std::string& account, long long cents) {
 }  // namespace
 
 void create_schema(idem::database& db) {
-    const bool sqlite = db.backend() == idem::database_url::backend::sqlite;
+    const bool sqlite = db.engine() == "sqlite";
     // position: the order events were applied in (their transactions commit in it).
     const std::string position = sqlite ? "position INTEGER PRIMARY KEY AUTOINCREMENT"
                                         : "position BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY";

@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <idem/database.hpp>
 #include <idem/http/httplib.hpp>
+#include <idem/store_registry.hpp>
 #include <idem/webhook.hpp>
 #include <nlohmann/json.hpp>
 
@@ -87,8 +88,7 @@ int main(int argc, char** argv) {
     flags f;
     CLI::App app{"idem-ledger-mirror: the payments events, each applied once, in a database of its own",
                  "idem-ledger-mirror"};
-    app.add_option("--db", f.db, std::string("The mirror's database: ") + std::string(idem::database_url_forms))
-        ->capture_default_str();
+    app.add_option("--db", f.db, "The mirror's database: " + idem::database_url_forms())->capture_default_str();
     app.add_option("--host", f.host, "Address to listen on")->capture_default_str();
     app.add_option("--port", f.port, "Port to listen on (0: any free port)")
         ->check(CLI::Range(0, 65535))
@@ -143,8 +143,7 @@ int main(int argc, char** argv) {
             return 1;
         }
         std::cout << "idem-ledger-mirror listening on http://" << f.host << ":" << bound << " ("
-                  << (db.backend() == idem::database_url::backend::postgresql ? "PostgreSQL" : "SQLite") << ")"
-                  << std::endl;
+                  << idem::registered_store(db.engine())->display_name << ")" << std::endl;
         server.listen_after_bind();
         return 0;
     } catch (const std::exception& e) {

@@ -10,7 +10,7 @@
 
 namespace payments {
 void create_schema(idem::database& db) {
-    const bool sqlite = db.backend() == idem::database_url::backend::sqlite;
+    const bool sqlite = db.engine() == "sqlite";
     const std::string money = sqlite ? "INTEGER" : "BIGINT";
     const std::string strict = sqlite ? " STRICT" : "";
     const std::string bounds = " BETWEEN 0 AND " + std::to_string(max_balance);

@@ -17,6 +17,7 @@
 #include <idem/database.hpp>
 #include <idem/encryption.hpp>
 #include <idem/http/httplib.hpp>
+#include <idem/store_registry.hpp>
 #include <idem/telemetry.hpp>
 
 #include <pthread.h>
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
     CLI::App app{"idem-payments: accounts, idempotent transfers and signed provider webhooks over HTTP",
                  "idem-payments"};
     app.set_version_flag("--version", "idem-payments 0.1.0");
-    app.add_option("--db", f.db, std::string("The database: ") + std::string(idem::database_url_forms))
+    app.add_option("--db", f.db, "The database: " + idem::database_url_forms())
         ->check([](const std::string& url) {
             try {
                 (void)idem::database_url::parse(url);
@@ -219,7 +220,7 @@ int main(int argc, char** argv) {
             return 1;
         }
         std::cout << "idem-payments listening on http://" << f.host << ":" << bound << " ("
-                  << (db.backend() == idem::database_url::backend::postgresql ? "PostgreSQL" : "SQLite") << ", "
+                  << idem::registered_store(db.engine())->display_name << ", "
                   << idem::to_string(db.executor().resolve_mode()) << ")" << std::endl;
         // Once the port is announced: its first pass may take over payouts at once.
         if (completer) completer->start();

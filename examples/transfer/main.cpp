@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
         else if (argc != 1)
             throw std::invalid_argument("usage: idem-transfer [--db URL]");
         if (!url.empty()) {
-            const bool shared = idem::database_url::parse(url).kind == idem::database_url::backend::postgresql;
+            const bool shared = idem::database_url::parse(url).scheme != "sqlite";  // a server's database
             return bank::run(url, shared ? bank::run_prefix() : "");
         }
         std::string dir = (std::filesystem::temp_directory_path() / "idem-transfer.XXXXXX").string();

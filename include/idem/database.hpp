@@ -238,7 +238,9 @@ public:
     [[nodiscard]] std::shared_ptr<transactional_record_store> shared_store() const noexcept;
     // Schema, purge and inspection.
     [[nodiscard]] store_admin& admin() noexcept;
-    [[nodiscard]] database_url::backend backend() const noexcept;
+    // The store it opened, by its URL's scheme ("sqlite", "postgresql"; database_url::scheme),
+    // valid as long as the database; idem::registered_store(engine()) (idem/store_registry.hpp) describes it.
+    [[nodiscard]] std::string_view engine() const noexcept;
 
 private:
     friend class borrowed_session;

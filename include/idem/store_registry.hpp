@@ -1,18 +1,30 @@
-// idem/store_registry.hpp: the SQL stores this build has, found by the backend
-// a database URL names. Each SQL store library registers its factory as it
-// loads; idem::database::open and the `idem` command open what a URL names
-// through open_store, so another SQL database is one store library (its
-// folder under stores/) and its migrations, with no switch anywhere else.
+// idem/store_registry.hpp: the stores this program links, found by the scheme
+// a database URL names. Each store library registers, as it loads, the URL
+// forms it answers and the factory that opens them; database_url::parse,
+// idem::database::open and the `idem` command read and open URLs through here
+// only, so another database is one store library (its folder under stores/)
+// and its migrations, with no line anywhere else.
 //
 //   auto url = idem::database_url::parse("sqlite:bank.db");
 //   idem::opened_store s = idem::open_store(url, {.pool_size = 1, .access = idem::store_access::existing});
 //   s.admin->purge_batch(1000, std::chrono::hours(1));
+//
+//   // A store library's registration, run as it loads (open_demo: its factory's work).
+//   idem::register_store({.scheme = "demo", .display_name = "Demo", .prefixes = {"demo://"},
+//                         .description = "demo://NAME"},
+//                        [](const idem::database_url& u, const idem::store_request&) {
+//                            return open_demo(u.location);
+//                        });
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "idem/database_url.hpp"
 #include "idem/export.hpp"
@@ -52,12 +64,39 @@ struct IDEM_API opened_store {
 
 using store_factory = std::function<opened_store(const database_url& url, const store_request& request)>;
 
-// Makes `factory` open every URL of `backend`; a later registration replaces it.
-IDEM_API void register_store(database_url::backend backend, store_factory factory);
+// How a store's URLs are written, and what of them it opens.
+struct IDEM_API store_url_form {
+    // database_url::scheme of every URL it answers, and its name ("sqlite").
+    std::string scheme;
+    // Its name for people, in messages ("SQLite").
+    std::string display_name = {};
+    // What its URLs open with ("sqlite:"; "postgresql://", "postgres://").
+    std::vector<std::string> prefixes = {};
+    // Its forms without a prefix (a path ending in .db; libpq keywords), if any.
+    std::function<bool(std::string_view text)> recognises = {};
+    // What it opens, from the whole text of one of its URLs (the text itself
+    // when empty): std::invalid_argument saying what is wrong ("URL sqlite:
+    // needs a path"), which database_url::parse completes with the accepted
+    // forms; it never repeats the text.
+    std::function<std::string(std::string_view text)> location = {};
+    // Its forms, for help texts and error messages (database_url_forms).
+    std::string description = {};
+    // The location is a file path, which messages may show; any other (a URI,
+    // keywords) may carry a password and is never repeated.
+    bool location_is_path = false;
+};
 
-// Opens the store `url` names: std::invalid_argument when this build links no
-// store for its backend (naming the library to link), options_error or
-// std::invalid_argument for bad options, store_error when it cannot be opened.
+// Makes `factory` open every URL of `form`: a later registration of the same
+// scheme replaces it, and a prefix two stores register opens the later one's.
+// std::invalid_argument for a form without a scheme or without a factory.
+IDEM_API void register_store(store_url_form form, store_factory factory);
+
+// The form the store answering `scheme` registered; std::nullopt when none did.
+[[nodiscard]] IDEM_API std::optional<store_url_form> registered_store(std::string_view scheme);
+
+// Opens the store `url` names: std::invalid_argument when this program links no
+// store for its scheme, options_error or std::invalid_argument for bad options,
+// store_error when it cannot be opened.
 [[nodiscard]] IDEM_API opened_store open_store(const database_url& url, const store_request& request = {});
 
 }  // namespace idem

@@ -42,7 +42,7 @@ inline constexpr Oid interval_oid = 1186;
 // fast path), registered by the PostgreSQL store's library as it loads.
 [[nodiscard]] const sql_dialect& dialect() noexcept;
 void install_dialect() noexcept;
-// Opens PostgreSQL URLs for idem::open_store (postgresql_factory.cpp).
+// Registers the URLs the store answers and its factory with the store registry (postgresql_factory.cpp).
 void register_store();
 // The connection is gone (the server went away, or a read or write on it failed).
 [[nodiscard]] bool broken(const PGconn* conn) noexcept;

@@ -30,7 +30,7 @@ using database = sqlite_api::sqlite3;
 // the SQLite store's library as it loads.
 [[nodiscard]] const sql_dialect& dialect() noexcept;
 void install_dialect() noexcept;
-// Opens sqlite: URLs for idem::open_store (sqlite_factory.cpp).
+// Registers the URLs the store answers and its factory with the store registry (sqlite_factory.cpp).
 void register_store();
 
 // The handle of a connected sqlite3 session; std::invalid_argument for any other session.

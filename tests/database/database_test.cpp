@@ -13,6 +13,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -518,7 +519,7 @@ TEST_CASE("options and URLs are checked before anything opens") {
     CHECK_THROWS_AS(idem::database::open(where.url(), {.pool_size = 0}), idem::options_error);
     CHECK_THROWS_AS(idem::database::open(where.url(), {.attempts = 0}), idem::options_error);
     CHECK_THROWS_AS(idem::database::open(where.url(), {.acquire_timeout = 0ms}), idem::options_error);
-    CHECK_THROWS_AS(idem::database::open("mysql://db/bank"), std::invalid_argument);
+    CHECK_THROWS_AS(idem::database::open("xyz://db/bank"), std::invalid_argument);
     CHECK_THROWS_AS(idem::database::open("bank.txt"), std::invalid_argument);
 }
 
@@ -550,6 +551,96 @@ TEST_CASE("the store registry opens what a URL names, as each store library regi
     CHECK(look.admin->count_expired(std::chrono::hours(0)) == 0);
     CHECK_THROWS_AS((void)look.store->try_reserve(key_of("read-only"), "fp", std::chrono::minutes(1)),
                     idem::store_error);
+}
+
+namespace {
+
+bool contains(std::string_view text, std::string_view part) {
+    return text.find(part) != std::string_view::npos;
+}
+
+// The message database_url::parse refuses `text` with.
+std::string refusal(std::string_view text) {
+    try {
+        (void)idem::database_url::parse(text);
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    FAIL("accepted a name it should refuse");
+    return {};
+}
+
+}  // namespace
+
+TEST_CASE("database_url::parse reads the forms the linked stores registered") {
+    const auto sqlite = [](std::string_view text) {
+        const auto url = idem::database_url::parse(text);
+        CHECK(url.scheme == "sqlite");
+        return url.location;
+    };
+    CHECK(sqlite("sqlite:bank.db") == "bank.db");
+    CHECK(sqlite("sqlite:relative/file") == "relative/file");
+    CHECK(sqlite("sqlite:///var/lib/app.db") == "/var/lib/app.db");
+    CHECK(sqlite("/var/lib/ledger.db") == "/var/lib/ledger.db");
+    CHECK(sqlite("ledger.sqlite") == "ledger.sqlite");
+    CHECK(sqlite("ledger.sqlite3") == "ledger.sqlite3");
+    CHECK(contains(refusal("sqlite:"), "URL sqlite: needs a path"));
+    CHECK(contains(refusal("sqlite://relative.db"), "needs an absolute path (sqlite:///PATH)"));
+    CHECK(contains(refusal("sqlite::memory:"), "cannot be :memory:"));
+    CHECK(contains(refusal("records.txt"), "none of the accepted forms"));
+    const std::string unknown = refusal("xyz://root:secret@db/app");
+    CHECK(contains(unknown, "unknown scheme (xyz)"));
+    CHECK_FALSE(contains(unknown, "secret"));
+    // Every refusal names the forms of the stores linked.
+    CHECK(contains(unknown, "; use "));
+    CHECK(contains(unknown, idem::database_url_forms()));
+    CHECK(contains(idem::database_url_forms(), "sqlite:PATH (or sqlite:///ABSOLUTE/PATH)"));
+    CHECK(idem::registered_store("sqlite")->display_name == "SQLite");
+    CHECK(idem::registered_store("sqlite")->location_is_path);
+
+    if (!idem::registered_store("postgresql")) return;  // a build without the PostgreSQL store
+    const auto postgresql = [](std::string_view text) {
+        const auto url = idem::database_url::parse(text);
+        CHECK(url.scheme == "postgresql");
+        return url.location;
+    };
+    // The location is what libpq takes: the text whole.
+    CHECK(postgresql("postgresql://app@db/bank") == "postgresql://app@db/bank");
+    CHECK(postgresql("postgres://app@db/bank.db") == "postgres://app@db/bank.db");
+    CHECK(postgresql("host=db dbname=bank user=app") == "host=db dbname=bank user=app");
+    CHECK(postgresql("  dbname = bank") == "  dbname = bank");
+    CHECK(contains(refusal("hostel=db"), "none of the accepted forms"));
+    // A name both stores could answer is refused rather than guessed.
+    const std::string both = refusal("dbname=secret.db");
+    CHECK(contains(both, "a name of two stores"));
+    CHECK_FALSE(contains(both, "secret"));
+    CHECK(contains(idem::database_url_forms(), "postgresql://... or postgres://..."));
+    CHECK(idem::registered_store("postgresql")->display_name == "PostgreSQL");
+    CHECK_FALSE(idem::registered_store("postgresql")->location_is_path);
+}
+
+TEST_CASE("a store registered at run time opens through idem::database::open, with no line of the core") {
+    // demo://NAME: a SQLite file NAME.db in a directory of the test's, as a store library would register it.
+    idem::test::temp_dir dir("demo-store");
+    const std::string root = dir.path().string();
+    idem::register_store({.scheme = "demo",
+                          .display_name = "Demo",
+                          .prefixes = {"demo://"},
+                          .location = [](std::string_view text) { return std::string(text.substr(7)); },
+                          .description = "demo://NAME"},
+                         [root](const idem::database_url& url, const idem::store_request& request) {
+                             return idem::open_store(
+                                 {.scheme = "sqlite", .location = root + "/" + url.location + ".db"}, request);
+                         });
+    CHECK(contains(idem::database_url_forms(), "demo://NAME"));
+    idem::database db = idem::database::open("demo://books", {.pool_size = 2});
+    CHECK(db.engine() == "demo");
+    CHECK(idem::registered_store(db.engine())->display_name == "Demo");
+    CHECK_FALSE(db.migrate().empty());
+    const auto work = [](idem::unit_of_work&) { return std::string("done"); };
+    CHECK(db.once(key_of("demo"), "fp", work).status() == execution_status::executed);
+    CHECK(db.once(key_of("demo"), "fp", work).status() == execution_status::replayed);
+    CHECK(std::filesystem::exists(dir.path() / "books.db"));
 }
 
 #ifdef IDEM_TEST_POSTGRESQL

@@ -140,7 +140,7 @@ TEST_CASE(
         CHECK(balance(db, "bob") == 10);
         CHECK(records(db) == 1);
         const std::string holding =
-            db.backend() == idem::database_url::backend::postgresql
+            db.engine() == "postgresql"
                 ? "SELECT COUNT(*) FROM idem_records WHERE position(convert_to('" + card + "', 'UTF8') in payload) > 0"
                 : "SELECT COUNT(*) FROM idem_records WHERE instr(payload, CAST('" + card + "' AS BLOB)) > 0";
         CHECK(count_rows(db, holding) == 0);

@@ -927,7 +927,7 @@ TEST_CASE("purge_delivered_messages deletes delivered messages in batches, never
 TEST_CASE("purge_delivered_messages on PostgreSQL: no batch deletes more than its size; rows another holds stay") {
     for (const auto& where : places()) {
         idem::database db = open_bank(*where);
-        if (db.backend() != idem::database_url::backend::postgresql) continue;
+        if (db.engine() != "postgresql") continue;
         db.transact([&](idem::unit_of_work& uow) {
             for (int i = 0; i < 30; ++i) (void)uow.publish("t", std::to_string(i));
         });
@@ -979,7 +979,7 @@ std::vector<std::string> outbox_dump(idem::database& db) {
 
 // The outbox's indexes, each with its definition, by name.
 std::vector<std::string> outbox_indexes(idem::database& db) {
-    const bool sqlite = db.backend() == idem::database_url::backend::sqlite;
+    const bool sqlite = db.engine() == "sqlite";
     return db.read([&](soci::session& sql) {
         std::vector<std::string> indexes;
         soci::rowset<std::string> all =

@@ -1,6 +1,5 @@
-// --db URL: which store and where, and opening it for the admin commands.
-//   sqlite:PATH, sqlite:///ABSOLUTE/PATH, PATH.db, PATH.sqlite, PATH.sqlite3,
-//   postgresql://... or postgres://..., or libpq keywords ("host=db dbname=bank")
+// --db URL: which store and where, and opening it for the admin commands. The
+// forms are those of the stores the command links (idem::database_url_forms()).
 #pragma once
 
 #include <CLI/CLI.hpp>
