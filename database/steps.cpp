@@ -417,12 +417,12 @@ void begin(soci::session& sql, steps_state& s, const std::string& input, bool co
     reset(sql, s);
     const std::string input_hex = operations::to_hex(input);
     const int compensable = compensates ? 1 : 0;
+    int inserted = 0;
     soci::statement insert =
         unnamed_statement(sql, s.sql_text->begin, soci::use(s.record_id, "id"), soci::use(s.name_space, "ns"),
                           soci::use(s.fingerprint, "fp"), soci::use(s.lease_ms, "lease"), soci::use(input_hex, "input"),
-                          soci::use(compensable, "compensates"));
-    insert.execute(true);
-    if (insert.get_affected_rows() == 1) {
+                          soci::use(compensable, "compensates"), soci::into(inserted));
+    if (insert.execute(true)) {  // a row back: this statement inserted it
         s.input = input;
         return;
     }

@@ -99,9 +99,10 @@ struct operations_statements {
     std::string read_locked;
     // Taken over: :fence :completions :from (NULL: none) :lease :id.
     std::string take;
-    // A new operation's row unless one has its id (affected rows: 1 when
-    // inserted, 0 when not), fence 1, its lease :lease ms from now:
-    // :id :ns :fp :lease :input :compensates.
+    // A new operation's row unless one has its id, fence 1, its lease :lease
+    // ms from now: :id :ns :fp :lease :input :compensates. Returns one row
+    // (one integer) when it inserted, none when a row has the id: affected
+    // rows would not tell, where the driver counts the rows found.
     std::string begin;
     // A finished operation whose retention ended, made new under its key:
     // :fp :input :compensates :id.

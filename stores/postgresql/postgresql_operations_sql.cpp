@@ -89,7 +89,7 @@ const operations_statements& operations_sql() noexcept {
             .begin =
                 "INSERT INTO idem_operations (record_id, namespace, fingerprint, fence, recovery_point, state, "
                 "expires_at, updated_at, input, compensates) VALUES (:id, :ns, :fp, 1, 0, 0, " +
-                now + " + :lease, " + now + ", :input, :compensates) ON CONFLICT (record_id) DO NOTHING",
+                now + " + :lease, " + now + ", :input, :compensates) ON CONFLICT (record_id) DO NOTHING RETURNING 1",
             .renew =
                 "UPDATE idem_operations SET fingerprint = :fp, state = 0, result = NULL, recovery_point = 0, "
                 "input = :input, failures = 0, last_error = NULL, compensates = :compensates "

@@ -1,0 +1,145 @@
+// The MariaDB dialect: how its transactions begin, its driver's errors as
+// idem's failures, and its SQL for idem's own tables (mariadb_*_sql.cpp).
+#include <soci/mysql/soci-mysql.h>
+#include <soci/session.h>
+
+#include <memory>
+#include <string>
+
+#include "idem/error.hpp"
+#include "mariadb_mapping_sql.hpp"
+#include "mariadb_native.hpp"
+#include "mariadb_statements.hpp"
+#include "sql/soci_errors.hpp"
+#include "sql/sql_connection.hpp"
+#include "sql/sql_dialect.hpp"
+
+namespace idem::detail {
+namespace {
+
+// Error codes of the server (ER_*) and of the client library (CR_*).
+constexpr unsigned lock_wait_timeout = 1205, deadlock = 1213, duplicate_key = 1062, read_only = 1290,
+                   read_only_transaction = 1792, read_only_mode = 1836, packet_too_large = 1153, server_gone = 2006,
+                   server_lost = 2013, connection_error = 2002, host_error = 2003, connection_killed = 1927,
+                   shutdown_in_progress = 1053, server_shutdown = 4031, out_of_sync = 2014, query_interrupted = 1317;
+
+// MariaDB names no isolation level in START TRANSACTION: the level of the
+// next transaction is set by a statement of its own before it.
+std::string isolation_sql(isolation_level level) {
+    switch (level) {
+        case isolation_level::read_committed: return "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
+        case isolation_level::repeatable_read: return "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
+        case isolation_level::serializable: return "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE";
+        case isolation_level::database_default: break;
+    }
+    return {};
+}
+
+// Control statements through SOCI, the level first when the options name one.
+class mariadb_connection final : public sql_connection {
+public:
+    mariadb_connection(soci::session& session, std::string isolation)
+        : session_(session), isolation_(std::move(isolation)) {}
+
+    void begin() override {
+        if (!isolation_.empty()) execute(isolation_, "SET TRANSACTION");
+        execute(begin_, "START TRANSACTION");
+    }
+    void commit() override { execute("COMMIT", "COMMIT"); }
+    void rollback() override { execute("ROLLBACK", "ROLLBACK"); }
+    void execute(const std::string& sql, std::string_view what) override {
+        try {
+            session_ << sql;
+        } catch (...) {
+            rethrow_soci_as_store_error(what, &session_);
+        }
+    }
+    [[nodiscard]] const std::string& begin_sql() const noexcept override { return begin_; }
+
+private:
+    soci::session& session_;
+    std::string isolation_;
+    const std::string begin_ = "START TRANSACTION";
+};
+
+class mariadb_dialect final : public sql_dialect {
+public:
+    [[nodiscard]] std::string_view soci_backend() const noexcept override { return "mysql"; }
+    [[nodiscard]] std::string begin_sql(const transaction_options& options) const override {
+        return isolation_sql(options.isolation);
+    }
+    [[nodiscard]] std::unique_ptr<sql_connection> connect(soci::session& session,
+                                                          std::string isolation) const override {
+        return std::make_unique<mariadb_connection>(session, std::move(isolation));
+    }
+    void translate_error(std::string_view what, soci::session*) const override {
+        try {
+            throw;
+        } catch (const soci::mysql_soci_error& e) {
+            mariadb::raise(e.err_num_, e.get_error_message(), what);
+        } catch (...) {
+            // Not MariaDB's: the generic translation follows.
+        }
+    }
+    [[nodiscard]] const outbox_statements& outbox() const noexcept override { return mariadb::outbox_sql(); }
+    [[nodiscard]] const operations_statements& operations() const noexcept override {
+        return mariadb::operations_sql();
+    }
+    [[nodiscard]] const schema_statements& schema() const noexcept override { return mariadb::schema_sql(); }
+    [[nodiscard]] const mapping_statements& mapping() const noexcept override { return mapping_; }
+
+private:
+    mariadb::mapping_sql mapping_;
+};
+
+const mariadb_dialect the_dialect;
+
+}  // namespace
+
+void mariadb::raise(unsigned code, std::string_view message, std::string_view what) {
+    const std::string text = "idem: " + std::string(what) + " failed: " + std::string(message);
+    const std::string native = std::to_string(code);
+    switch (code) {
+        case deadlock: throw store_error(store_failure::conflict, text, native);
+        case lock_wait_timeout:
+        case query_interrupted: throw store_error(store_failure::timeout, text, native);
+        // A duplicate key is a lost race: a concurrent transaction committed
+        // the same row first (two first runs of one operation, say), and the
+        // unit of work runs again to find it. The server does not say which
+        // table, so a duplicate in the application's own tables is one too:
+        // it runs again, and ends as lost_race if the duplicate stays.
+        case duplicate_key: throw store_error(store_failure::lost_race, text, native);
+        case server_gone:
+        case server_lost:
+        case connection_error:
+        case host_error:
+        case connection_killed:
+        case shutdown_in_progress:
+        case server_shutdown:
+        case out_of_sync:
+        // A read-only server is a replica, or a primary being demoted: the
+        // session is dropped and the next attempt finds the writable one.
+        case read_only:
+        case read_only_transaction:
+        case read_only_mode: throw store_error(store_failure::connection_lost, text, native);
+        case packet_too_large:
+            throw store_error(store_failure::constraint,
+                              text + " (larger than the server's max_allowed_packet: raise it, or send less)", native);
+        default: break;
+    }
+    // Integrity and data errors (1048 NULL, 1406 too long, 1451/1452 foreign keys, 3819 check).
+    if (code == 1048 || code == 1406 || code == 1451 || code == 1452 || code == 3819 || code == 1264 || code == 1366)
+        throw store_error(store_failure::constraint, text, native);
+    if (code == 1146) throw store_error(store_failure::schema, text, native);  // no such table
+    throw store_error(store_failure::other, text, native);
+}
+
+const sql_dialect& mariadb::dialect() noexcept {
+    return the_dialect;
+}
+
+void mariadb::install_dialect() noexcept {
+    register_dialect(the_dialect);
+}
+
+}  // namespace idem::detail
