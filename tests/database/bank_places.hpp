@@ -1,6 +1,7 @@
 // A bank of its own for each test of idem::database: a SQLite file in a temp
 // folder, or a scratch database on the shared throwaway PostgreSQL (built with
-// IDEM_TEST_POSTGRESQL), each with accounts alice (1,000,000) and bob (0).
+// IDEM_TEST_POSTGRESQL) or MariaDB (IDEM_TEST_MARIADB, where a test file runs
+// there), each with accounts alice (1,000,000) and bob (0).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -18,6 +19,9 @@
 #include "idem/postgresql_store.hpp"
 #include "postgres_server.hpp"
 #endif
+#ifdef IDEM_TEST_MARIADB
+#include "mariadb_server.hpp"
+#endif
 
 namespace idem::test {
 
@@ -27,6 +31,9 @@ public:
     virtual ~place() = default;
     [[nodiscard]] virtual std::string url() const = 0;
     [[nodiscard]] virtual bool postgresql() const = 0;
+    [[nodiscard]] virtual bool mariadb() const { return false; }
+    // A server's database: writers run at once, each holding the rows it locks.
+    [[nodiscard]] bool server() const { return postgresql() || mariadb(); }
 };
 
 class sqlite_place final : public place {
@@ -60,11 +67,26 @@ private:
 };
 #endif
 
+#ifdef IDEM_TEST_MARIADB
+class mariadb_place final : public place {
+public:
+    [[nodiscard]] std::string url() const override { return scratch_.connection(); }
+    [[nodiscard]] bool postgresql() const override { return false; }
+    [[nodiscard]] bool mariadb() const override { return true; }
+
+private:
+    mariadb_scratch_database scratch_{shared_mariadb(), "database"};
+};
+#endif
+
 inline std::vector<std::unique_ptr<place>> places() {
     std::vector<std::unique_ptr<place>> all;
     all.push_back(std::make_unique<sqlite_place>());
 #ifdef IDEM_TEST_POSTGRESQL
     all.push_back(std::make_unique<postgresql_place>());
+#endif
+#ifdef IDEM_TEST_MARIADB
+    all.push_back(std::make_unique<mariadb_place>());
 #endif
     return all;
 }
@@ -83,9 +105,9 @@ inline idem::database open_bank(const place& where, idem::database_options optio
     idem::database db = idem::database::open(where.url(), std::move(options));
     db.migrate();
     db.transact([](idem::unit_of_work& uow) {
-        uow.sql() << "CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, balance BIGINT NOT NULL)";
-        uow.sql() << "CREATE TABLE IF NOT EXISTS transfers (id TEXT PRIMARY KEY, from_account TEXT NOT NULL, "
-                     "to_account TEXT NOT NULL, amount BIGINT NOT NULL)";
+        uow.sql() << "CREATE TABLE IF NOT EXISTS accounts (id VARCHAR(64) PRIMARY KEY, balance BIGINT NOT NULL)";
+        uow.sql() << "CREATE TABLE IF NOT EXISTS transfers (id VARCHAR(64) PRIMARY KEY, "
+                     "from_account VARCHAR(64) NOT NULL, to_account VARCHAR(64) NOT NULL, amount BIGINT NOT NULL)";
         uow.sql() << "INSERT INTO accounts (id, balance) VALUES ('alice', 1000000), ('bob', 0)";
     });
     return db;

@@ -159,7 +159,7 @@ struct unchecked {
 TEST_CASE("lost updates: threads moving money through mapped objects lose none, with or without versions") {
     for (const auto& where : places()) {
         CAPTURE(where->url());
-        const int threads = 8, each = where->postgresql() ? 40 : 25;
+        const int threads = 8, each = where->server() ? 40 : 25;
         SUBCASE("a version column: WHERE version = the one read") {
             check_exact<bank::versioned_account>(*where, threads, each);
         }
@@ -173,7 +173,7 @@ TEST_CASE("lost updates: with versions and row locks switched off, the same race
     // Each race on a database of its own, as the transfers of both use the same keys.
     const auto lost = [](const place& where, const race_result& r) {
         CHECK(r.executed == 8 * 20);
-        if (where.postgresql()) {
+        if (where.server()) {
             // Read, compute, write back under READ COMMITTED: concurrent writers overwrite each other.
             CHECK(r.accounts_off > 0);
         } else {

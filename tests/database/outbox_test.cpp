@@ -95,7 +95,7 @@ void drain(idem::outbox_relay& relay) {
 void refuse_poison(idem::database& db, const place& where) {
     db.transact([&](idem::unit_of_work& uow) {
         uow.sql()
-            << (where.postgresql()
+            << (where.server()
                     ? "ALTER TABLE idem_outbox_intake ADD CONSTRAINT refuse_poison CHECK (topic <> 'poison')"
                     : "CREATE TRIGGER refuse_poison BEFORE INSERT ON idem_outbox_intake WHEN NEW.topic = 'poison' "
                       "BEGIN SELECT RAISE(ABORT, 'poison'); END");
@@ -146,13 +146,20 @@ TEST_CASE("publish: a message waits in the intake, one index at most, until a cl
     for (const auto& where : places()) {
         CAPTURE(where->url());
         idem::database db = open_bank(*where);
-        // SQLite: the rowid alone. PostgreSQL: the primary key on seq, appended to at its end.
-        CHECK(count_rows(db, where->postgresql()
-                                 ? "SELECT COUNT(*) FROM pg_indexes WHERE tablename = "
-                                   "'idem_outbox_intake' AND schemaname = current_schema() AND "
-                                   "indexdef LIKE '%USING btree (seq)'"
+        // SQLite: the rowid alone. PostgreSQL and MariaDB: the primary key on seq, appended to at its end.
+        CHECK(count_rows(db, where->postgresql() ? "SELECT COUNT(*) FROM pg_indexes WHERE tablename = "
+                                                   "'idem_outbox_intake' AND schemaname = current_schema() AND "
+                                                   "indexdef LIKE '%USING btree (seq)'"
+                             : where->mariadb()
+                                 ? "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics WHERE "
+                                   "table_schema = DATABASE() AND table_name = 'idem_outbox_intake' AND "
+                                   "index_name = 'PRIMARY' AND column_name = 'seq'"
                                  : "SELECT COUNT(*) FROM sqlite_master WHERE tbl_name = "
-                                   "'idem_outbox_intake' AND type = 'index'") == (where->postgresql() ? 1 : 0));
+                                   "'idem_outbox_intake' AND type = 'index'") == (where->server() ? 1 : 0));
+        if (where->mariadb())
+            CHECK(count_rows(db,
+                             "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics WHERE "
+                             "table_schema = DATABASE() AND table_name = 'idem_outbox_intake'") == 1);
         if (where->postgresql())
             CHECK(count_rows(db,
                              "SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'idem_outbox_intake' AND "
@@ -179,7 +186,8 @@ TEST_CASE("publish: a message waits in the intake, one index at most, until a cl
             soci::rowset<std::string> rows =
                 (sql.prepare << (where->postgresql()
                                      ? "SELECT convert_from(payload, 'UTF8') FROM idem_outbox ORDER BY seq"
-                                     : "SELECT CAST(payload AS TEXT) FROM idem_outbox ORDER BY seq"));
+                                 : where->mariadb() ? "SELECT CAST(payload AS CHAR) FROM idem_outbox ORDER BY seq"
+                                                    : "SELECT CAST(payload AS TEXT) FROM idem_outbox ORDER BY seq"));
             for (const std::string& p : rows) payloads.push_back(p);
             return payloads;
         });

@@ -20,7 +20,8 @@ inline void create_tables(idem::database& db) {
     db.transact([](idem::unit_of_work& uow) {
         uow.sql() << "CREATE TABLE IF NOT EXISTS effects (op TEXT NOT NULL, step TEXT NOT NULL)";
         uow.sql() << "CREATE TABLE IF NOT EXISTS provider_requests (call_key TEXT NOT NULL)";
-        uow.sql() << "CREATE TABLE IF NOT EXISTS provider_charges (call_key TEXT PRIMARY KEY, amount BIGINT NOT NULL)";
+        uow.sql() << "CREATE TABLE IF NOT EXISTS provider_charges (call_key VARCHAR(255) PRIMARY KEY, "
+                     "amount BIGINT NOT NULL)";
     });
 }
 
@@ -32,8 +33,11 @@ inline void effect(idem::unit_of_work& uow, const std::string& op, const std::st
 inline std::string charge(idem::database& db, const std::string& call_key, long long amount) {
     db.transact([&](idem::unit_of_work& uow) {
         uow.sql() << "INSERT INTO provider_requests (call_key) VALUES (:k)", soci::use(call_key);
-        uow.sql()
-            << "INSERT INTO provider_charges (call_key, amount) VALUES (:k, :a) ON CONFLICT (call_key) DO NOTHING",
+        // Once per call key, in each database's words.
+        const bool mariadb = uow.sql().get_backend_name() == "mysql";
+        uow.sql() << (mariadb ? "INSERT IGNORE INTO provider_charges (call_key, amount) VALUES (:k, :a)"
+                              : "INSERT INTO provider_charges (call_key, amount) VALUES (:k, :a) "
+                                "ON CONFLICT (call_key) DO NOTHING"),
             soci::use(call_key), soci::use(amount);
     });
     return "ch_" + call_key.substr(call_key.size() - 8);
