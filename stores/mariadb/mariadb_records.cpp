@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <limits>
 #include <string>
 
 #include "internal/crypto.hpp"
@@ -182,17 +181,6 @@ std::vector<listed_record> listed(soci::statement& st, const std::string& hash, 
 }
 
 }  // namespace
-
-record_times times(time_point now, duration span) noexcept {
-    using std::chrono::milliseconds;
-    const std::int64_t at_ms = std::chrono::floor<milliseconds>(now.time_since_epoch()).count();
-    // Round the span up, so a positive one never expires on the spot; saturate
-    // rather than overflow for absurdly long ones.
-    const std::int64_t length = std::max<std::int64_t>(std::chrono::ceil<milliseconds>(span).count(), 1);
-    std::int64_t end = 0;
-    if (__builtin_add_overflow(at_ms, length, &end)) end = std::numeric_limits<std::int64_t>::max();
-    return {at_ms, end};
-}
 
 reservation try_reserve(soci::session& sql, const record_key& key, std::string_view fingerprint, std::string_view token,
                         record_times t) {

@@ -14,19 +14,13 @@
 #include "idem/store_admin.hpp"
 #include "idem/transactional_record_store.hpp"
 #include "sql/record_id.hpp"
+#include "sql/record_times.hpp"
 
 namespace soci {
 class session;
 }
 
 namespace idem::detail::mariadb {
-
-// Integer milliseconds since the Unix epoch, as the schema stores them.
-struct record_times {
-    std::int64_t now;
-    std::int64_t expires_at;
-};
-[[nodiscard]] record_times times(time_point now, duration span) noexcept;
 
 // Inserts a reservation, or takes over an expired entry, under the row's lock;
 // a live entry (or a live tombstone) answers instead.

@@ -127,7 +127,9 @@ struct IDEM_LOCAL mariadb_store::impl {
         return none == soci::i_ok ? name : std::string();
     }
 
-    [[nodiscard]] mdb::record_times times(duration span) const { return mdb::times(options.time->now(), span); }
+    [[nodiscard]] detail::record_times times(duration span) const {
+        return detail::record_times_of(options.time->now(), span);
+    }
     // When a key remembered for `remember` may be forgotten; none for zero.
     [[nodiscard]] std::optional<std::int64_t> forget_at(duration remember) const {
         if (remember <= duration::zero()) return std::nullopt;

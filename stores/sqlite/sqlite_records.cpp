@@ -80,17 +80,6 @@ void bind_identity(statement_use& s, const record_key& key, scope_id_type& scope
 
 }  // namespace
 
-record_times times(time_point now, duration span) noexcept {
-    using std::chrono::milliseconds;
-    const std::int64_t at = std::chrono::floor<milliseconds>(now.time_since_epoch()).count();
-    // Round the span up, so a positive one never expires on the spot; saturate
-    // rather than overflow for absurdly long ones.
-    const std::int64_t length = std::max<std::int64_t>(std::chrono::ceil<milliseconds>(span).count(), 1);
-    std::int64_t end = 0;
-    if (__builtin_add_overflow(at, length, &end)) end = std::numeric_limits<std::int64_t>::max();
-    return {at, end};
-}
-
 record_statements::record_statements(database* db)
     : reserve_(db, reserve_sql, "reserving a record"),
       lookup_(db, lookup_sql, "reading a record"),

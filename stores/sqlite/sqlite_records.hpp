@@ -8,16 +8,10 @@
 
 #include "idem/record_store.hpp"
 #include "idem/transactional_record_store.hpp"
+#include "sql/record_times.hpp"
 #include "sqlite_native.hpp"
 
 namespace idem::detail::sqlite {
-
-// Integer milliseconds since the Unix epoch, as the schema stores them.
-struct record_times {
-    std::int64_t now;
-    std::int64_t expires_at;
-};
-[[nodiscard]] record_times times(time_point now, duration span) noexcept;
 
 class record_statements {
 public:

@@ -114,13 +114,15 @@ struct IDEM_LOCAL sqlite_store::impl {
             throw std::invalid_argument("idem: the transaction's session is not on the store's database file");
     }
 
-    [[nodiscard]] sqlite::record_times times(duration span) const { return sqlite::times(options.time->now(), span); }
+    [[nodiscard]] detail::record_times times(duration span) const {
+        return detail::record_times_of(options.time->now(), span);
+    }
     // When a key remembered for `remember` may be forgotten; none for zero.
     [[nodiscard]] std::optional<std::int64_t> forget_at(duration remember) const {
         if (remember <= duration::zero()) return std::nullopt;
         return times(remember).expires_at;
     }
-    [[nodiscard]] std::int64_t now() const { return sqlite::times(options.time->now(), duration::zero()).now; }
+    [[nodiscard]] std::int64_t now() const { return times(duration::zero()).now; }
     // Rows expired at least `older_than` ago have expires_at <= cutoff; rounded
     // so that a row younger than that never qualifies.
     [[nodiscard]] std::int64_t cutoff(duration older_than) const {

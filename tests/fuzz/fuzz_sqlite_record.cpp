@@ -111,9 +111,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             throw std::logic_error("a read answered reserved");
     });
     expect_only_corrupt([&] {
-        const auto r = records.try_reserve(
-            key, "fp", "token",
-            sqlite::times(idem::time_point(std::chrono::milliseconds(now_ms)), std::chrono::minutes(1)));
+        const auto r =
+            records.try_reserve(key, "fp", "token",
+                                idem::detail::record_times_of(idem::time_point(std::chrono::milliseconds(now_ms)),
+                                                              std::chrono::minutes(1)));
         if (r.status == idem::reservation_status::reserved && r.token != "token")
             throw std::logic_error("reserved with another token");
     });
