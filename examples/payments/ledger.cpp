@@ -12,17 +12,22 @@ namespace payments {
 void create_schema(idem::database& db) {
     const bool sqlite = db.engine() == "sqlite";
     const std::string money = sqlite ? "INTEGER" : "BIGINT";
+    // A key: SQLite's strict tables know TEXT alone; a server indexes a VARCHAR (MariaDB no TEXT).
+    const std::string id = sqlite ? "TEXT" : "VARCHAR(255)";
     const std::string strict = sqlite ? " STRICT" : "";
     const std::string bounds = " BETWEEN 0 AND " + std::to_string(max_balance);
     db.transact([&](idem::unit_of_work& uow) {
-        uow.sql() << "CREATE TABLE IF NOT EXISTS accounts (id TEXT PRIMARY KEY, balance " + money +
+        uow.sql() << "CREATE TABLE IF NOT EXISTS accounts (id " + id + " PRIMARY KEY, balance " + money +
                          " NOT NULL CHECK (balance" + bounds + "))" + strict;
-        uow.sql() << "CREATE TABLE IF NOT EXISTS transfers (id TEXT PRIMARY KEY, from_account TEXT NOT NULL, "
-                     "to_account TEXT NOT NULL, amount " +
+        uow.sql() << "CREATE TABLE IF NOT EXISTS transfers (id " + id +
+                         " PRIMARY KEY, from_account TEXT NOT NULL, "
+                         "to_account TEXT NOT NULL, amount " +
                          money + " NOT NULL CHECK (amount > 0))" + strict;
-        uow.sql() << "CREATE TABLE IF NOT EXISTS deposits (event_id TEXT PRIMARY KEY, account TEXT NOT NULL, amount " +
-                         money + " NOT NULL CHECK (amount > 0))" + strict;
-        uow.sql() << "CREATE TABLE IF NOT EXISTS payouts (id TEXT PRIMARY KEY, account TEXT NOT NULL, amount " + money +
+        uow.sql() << "CREATE TABLE IF NOT EXISTS deposits (event_id " + id +
+                         " PRIMARY KEY, account TEXT NOT NULL, amount " + money + " NOT NULL CHECK (amount > 0))" +
+                         strict;
+        uow.sql() << "CREATE TABLE IF NOT EXISTS payouts (id " + id + " PRIMARY KEY, account TEXT NOT NULL, amount " +
+                         money +
                          " NOT NULL CHECK (amount > 0), destination TEXT NOT NULL, state TEXT NOT NULL, "
                          "provider_ref TEXT)" +
                          strict;
@@ -86,8 +91,10 @@ idem::webhook::handler_result apply_deposit(idem::unit_of_work& uow, std::string
     // The event claims its row first, in one statement that cannot race: a
     // redelivery finds it and writes nothing.
     std::string claimed;
-    sql << "INSERT INTO deposits (event_id, account, amount) VALUES (:e, :a, :m) ON CONFLICT (event_id) DO NOTHING "
-           "RETURNING event_id",
+    const bool mariadb = sql.get_backend_name() == "mysql";  // MariaDB names this INSERT IGNORE
+    sql << (mariadb ? "INSERT IGNORE INTO deposits (event_id, account, amount) VALUES (:e, :a, :m) RETURNING event_id"
+                    : "INSERT INTO deposits (event_id, account, amount) VALUES (:e, :a, :m) "
+                      "ON CONFLICT (event_id) DO NOTHING RETURNING event_id"),
         soci::use(id), soci::use(to), soci::use(amount), soci::into(claimed);
     if (!sql.got_data()) return handler_result::applied("already applied");
     // A transient failure rolls the claim back with everything else; a permanent one

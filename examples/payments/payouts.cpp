@@ -43,10 +43,11 @@ void entry(soci::session& sql, const std::string& payout, const std::string& ste
 std::string hold(idem::unit_of_work& uow, const payout_request& p) {
     soci::session& sql = uow.sql();
     // One conditional statement: concurrent payouts of one account never overdraw it.
-    long long left = 0;
-    sql << "UPDATE accounts SET balance = balance - :a WHERE id = :id AND balance >= :a2 RETURNING balance",
-        soci::use(p.amount), soci::use(p.account), soci::use(p.amount), soci::into(left);
-    if (!sql.got_data()) {
+    soci::statement take =
+        (sql.prepare << "UPDATE accounts SET balance = balance - :a WHERE id = :id AND balance >= :a2",
+         soci::use(p.amount), soci::use(p.account), soci::use(p.amount));
+    take.execute(true);
+    if (take.get_affected_rows() != 1) {
         const bool exists = balance_of(sql, p.account) >= 0;
         return (exists ? json{{"status", 422}, {"code", "Payments.InsufficientFunds"}, {"title", "insufficient funds"}}
                        : json{{"status", 404}, {"code", "Payments.UnknownAccount"}, {"title", "no such account"}})
