@@ -28,26 +28,32 @@ std::optional<nlohmann::json> fields_of(std::string_view body, std::initializer_
 }
 
 void add(soci::session& sql, const std::string& account, long long cents) {
-    sql << "INSERT INTO mirror_accounts (id, net) VALUES (:a, :n) "
-           "ON CONFLICT (id) DO UPDATE SET net = mirror_accounts.net + excluded.net",
+    // An upsert, in each database's words (MariaDB: ON DUPLICATE KEY UPDATE).
+    const bool mariadb = sql.get_backend_name() == "mysql";
+    sql << (mariadb ? "INSERT INTO mirror_accounts (id, net) VALUES (:a, :n) ON DUPLICATE KEY UPDATE net = net + "
+                      "VALUES(net)"
+                    : "INSERT INTO mirror_accounts (id, net) VALUES (:a, :n) "
+                      "ON CONFLICT (id) DO UPDATE SET net = mirror_accounts.net + excluded.net"),
         soci::use(account), soci::use(cents);
 }
 
 }  // namespace
 
 void create_schema(idem::database& db) {
-    const bool sqlite = db.engine() == "sqlite";
+    const bool sqlite = db.engine() == "sqlite", mariadb = db.engine() == "mariadb";
     // position: the order events were applied in (their transactions commit in it).
-    const std::string position = sqlite ? "position INTEGER PRIMARY KEY AUTOINCREMENT"
-                                        : "position BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY";
+    const std::string position = sqlite    ? "position INTEGER PRIMARY KEY AUTOINCREMENT"
+                                 : mariadb ? "position BIGINT AUTO_INCREMENT PRIMARY KEY"
+                                           : "position BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY";
+    const std::string id = sqlite ? "TEXT" : "VARCHAR(255)";  // a key a server can index
     const std::string money = sqlite ? "INTEGER" : "BIGINT";
     const std::string strict = sqlite ? " STRICT" : "";
     db.transact([&](idem::unit_of_work& uow) {
         uow.sql() << "CREATE TABLE IF NOT EXISTS mirror_events (" + position +
                          ", event_id TEXT NOT NULL, topic TEXT NOT NULL, ordering_key TEXT, payload TEXT NOT NULL)" +
                          strict;
-        uow.sql() << "CREATE TABLE IF NOT EXISTS mirror_accounts (id TEXT PRIMARY KEY, net " + money + " NOT NULL)" +
-                         strict;
+        uow.sql() << "CREATE TABLE IF NOT EXISTS mirror_accounts (id " + id + " PRIMARY KEY, net " + money +
+                         " NOT NULL)" + strict;
     });
 }
 
