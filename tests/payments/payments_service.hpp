@@ -1,5 +1,6 @@
 // The payments example as a real service: a child process on a free loopback
-// port, on a new SQLite file or (built with IDEM_PAYMENTS_POSTGRESQL) on PostgreSQL.
+// port, on a new SQLite file or (built with IDEM_PAYMENTS_POSTGRESQL or
+// IDEM_PAYMENTS_MARIADB) on PostgreSQL or MariaDB.
 //
 //   payments_service svc;                                   // defaults: 16 threads, no delay
 //   payments_service crashing({.db = svc.db, .crash_at = "after_writes"});  // same database
@@ -22,10 +23,15 @@
 #include "child_process.hpp"
 #include "idem/webhook.hpp"
 #include "temp_dir.hpp"
-#ifdef IDEM_PAYMENTS_POSTGRESQL
+#if defined(IDEM_PAYMENTS_POSTGRESQL)
 #include <libpq-fe.h>
 
 #include "postgres_server.hpp"
+#elif defined(IDEM_PAYMENTS_MARIADB)
+#include <soci/mysql/soci-mysql.h>
+#include <soci/soci.h>
+
+#include "mariadb_server.hpp"
 #else
 #include <sqlite3.h>
 #endif
@@ -34,7 +40,7 @@ namespace idem::test {
 
 struct service_config {
     int processing_delay_ms = 0;
-    std::string db = {};                  // empty: a new SQLite file, or the shared PostgreSQL database
+    std::string db = {};                  // empty: a new SQLite file, or the shared server's database
     std::vector<std::string> extra = {};  // more flags
     std::string crash_at = {};            // the step IDEM_PAYMENTS_CRASH_AT names for this process
     int crash_after = 1;                  // IDEM_PAYMENTS_CRASH_AFTER: it dies the n-th time it gets there
@@ -49,8 +55,10 @@ struct payments_service {
 
     explicit payments_service(service_config config = {}) {
         using namespace std::chrono_literals;
-#ifdef IDEM_PAYMENTS_POSTGRESQL
+#if defined(IDEM_PAYMENTS_POSTGRESQL)
         db = config.db.empty() ? shared_postgres() : config.db;
+#elif defined(IDEM_PAYMENTS_MARIADB)
+        db = config.db.empty() ? shared_mariadb() : config.db;
 #else
         db = config.db.empty() ? "sqlite:" + (dir.path() / "payments.db").string() : config.db;
 #endif
@@ -137,7 +145,7 @@ struct payments_service {
     // A number the database answers `sql` with (COUNT(*) of something), read on a
     // connection of the test's own.
     long long count(const std::string& sql) const {
-#ifdef IDEM_PAYMENTS_POSTGRESQL
+#if defined(IDEM_PAYMENTS_POSTGRESQL)
         PGconn* conn = PQconnectdb(db.c_str());
         REQUIRE(PQstatus(conn) == CONNECTION_OK);
         PGresult* r = PQexec(conn, sql.c_str());
@@ -145,6 +153,11 @@ struct payments_service {
         const long long n = ok ? std::stoll(PQgetvalue(r, 0, 0)) : -1;
         PQclear(r);
         PQfinish(conn);
+#elif defined(IDEM_PAYMENTS_MARIADB)
+        soci::session conn(soci::mysql, mariadb_address::parse(db).soci());
+        long long n = -1;
+        conn << sql, soci::into(n);
+        const bool ok = conn.got_data();
 #else
         sqlite3* conn = nullptr;
         REQUIRE(sqlite3_open_v2(db.substr(7).c_str(), &conn, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);

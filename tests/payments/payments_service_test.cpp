@@ -1,5 +1,6 @@
 // The payments example as a real service: started as a child process, driven
-// over loopback HTTP, on SQLite or (built with IDEM_PAYMENTS_POSTGRESQL) on PostgreSQL.
+// over loopback HTTP, on SQLite or (built with IDEM_PAYMENTS_POSTGRESQL or
+// IDEM_PAYMENTS_MARIADB) on PostgreSQL or MariaDB.
 #include <doctest/doctest.h>
 
 #include <httplib.h>
@@ -333,9 +334,11 @@ TEST_CASE(
         CHECK(again->get_header_value("Idempotent-Replayed") == "true");
         CHECK(again->body == first->body);
         CHECK(svc.balance(marker) == 9300);
-#ifdef IDEM_PAYMENTS_POSTGRESQL
+#if defined(IDEM_PAYMENTS_POSTGRESQL)
         const std::string holding =
             "SELECT COUNT(*) FROM idem_records WHERE position(convert_to('" + marker + "', 'UTF8') in payload) > 0";
+#elif defined(IDEM_PAYMENTS_MARIADB)
+        const std::string holding = "SELECT COUNT(*) FROM idem_records WHERE LOCATE('" + marker + "', payload) > 0";
 #else
         const std::string holding =
             "SELECT COUNT(*) FROM idem_records WHERE instr(payload, CAST('" + marker + "' AS BLOB)) > 0";
