@@ -7,12 +7,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 
 namespace idem::test {
+namespace {
 
-int free_loopback_port() {
+int any_free_loopback_port() {
     const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
     sockaddr_in address{};
@@ -26,6 +29,20 @@ int free_loopback_port() {
     close(fd);
     if (!ok) throw std::runtime_error(std::string("cannot find a free loopback port: ") + std::strerror(saved));
     return ntohs(address.sin_port);
+}
+
+}  // namespace
+
+// The kernel may hand the same free port out twice, and servers that bind with
+// SO_REUSEPORT (cpp-httplib's) then share it: one process's requests reach the
+// other. A port is therefore never handed out twice in one process.
+int free_loopback_port() {
+    static std::mutex mutex;
+    static std::set<int> handed_out;
+    const std::lock_guard lock(mutex);
+    for (int attempt = 0; attempt < 100; ++attempt)
+        if (const int port = any_free_loopback_port(); handed_out.insert(port).second) return port;
+    throw std::runtime_error("cannot find a loopback port not handed out before");
 }
 
 }  // namespace idem::test
