@@ -8,7 +8,9 @@ stores/<dialect>/. This check fails when a string literal in lib/ or database/
 holds a statement keyword, or when the core names a database engine: a third
 engine must need no edit there. The installed contract suites (lib/contract,
 lib/sql_contract) are exempt: they are tests, and their bank is an
-application's own SQL.
+application's own SQL. The `idem` command (tools/) reaches those tables through
+the public operator's functions (store_admin.hpp, table_admin.hpp), never the
+private statements of lib/sql.
 
 usage: dialect_check.py SOURCE_ROOT
 """
@@ -17,6 +19,7 @@ import re
 import sys
 
 STATEMENT = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|MERGE|UPSERT)\b")
+PRIVATE_SQL = re.compile(r'#include\s+"sql/')
 ENGINE = re.compile(r"\b(sqlite3?|postgres(?:ql)?|libpq|mariadb|mysql)\b", re.IGNORECASE)
 LITERAL = re.compile(r'"(?:\\.|[^"\\])*"')
 EXEMPT = ("lib/contract/", "lib/sql_contract/")
@@ -56,10 +59,16 @@ def main():
                         failures.append(f"{rel}:{number}: SQL text {literal}: it belongs in a store's dialect")
                     elif ENGINE.search(literal) and "#include" not in line:
                         failures.append(f"{rel}:{number}: names a database engine {literal}")
+    for path in sorted((root / "tools").rglob("*")):
+        if path.suffix in (".cpp", ".hpp"):
+            for number, line in code_lines(path):
+                if PRIVATE_SQL.search(line):
+                    failures.append(f"{path.relative_to(root).as_posix()}:{number}: the command includes a private "
+                                    "lib/sql header: use the store's admin functions")
     for failure in failures:
         print(failure)
     if failures:
-        print(f"{len(failures)} place(s) in lib/ or database/ speak one dialect", file=sys.stderr)
+        print(f"{len(failures)} place(s) in lib/, database/ or tools/ speak one dialect", file=sys.stderr)
         return 1
     print("no SQL text and no engine named in lib/ or database/")
     return 0

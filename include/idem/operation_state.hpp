@@ -31,6 +31,13 @@ enum class operation_phase {
 
 [[nodiscard]] IDEM_API std::string_view to_string(operation_phase p) noexcept;
 
+// What an operator's release of an unfinished operation did (table_admin::release_operation, `idem complete`).
+enum class release_outcome {
+    released,         // its lease ended now and its fence moved on: the next completer pass or retry takes it over
+    not_found,        // no unfinished operation with that key: nothing changed
+    no_compensation,  // to compensate, and it began with no compensation registered: nothing changed
+};
+
 struct IDEM_API operation_step {
     std::size_t position = 0;
     std::string name;

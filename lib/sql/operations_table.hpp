@@ -79,11 +79,6 @@ IDEM_API void put_off(soci::session& sql, const std::string& record_id, std::opt
 // fencing token moves on, so the run holding it (if any) can write no step
 // more and the next completer pass or retry takes it over. With `compensate`
 // it is also marked to compensate: its next run (the completer's) undoes it.
-enum class release_outcome {
-    released,
-    not_found,        // no unfinished operation with that id: nothing changed
-    no_compensation,  // to compensate, and it began with no compensation registered: nothing changed
-};
 [[nodiscard]] IDEM_API release_outcome release(soci::session& sql, const std::string& record_id, bool compensate);
 
 }  // namespace idem::detail::operations_table

@@ -17,6 +17,9 @@
 #if IDEM_CLI_POSTGRESQL
 #include "postgres_server.hpp"
 #endif
+#if IDEM_TEST_MARIADB
+#include "mariadb_server.hpp"
+#endif
 
 namespace {
 
@@ -240,12 +243,14 @@ TEST_CASE("idem purge deletes finished operations past their retention, with the
     CHECK_FALSE(contains(w.idem({"purge", "--db", w.db}).out, "operations"));
 }
 
-#if IDEM_CLI_POSTGRESQL
+#if IDEM_CLI_POSTGRESQL || IDEM_TEST_MARIADB
 
-TEST_CASE("on PostgreSQL: inspect, complete --expire and --compensate, and purge of operations") {
+namespace {
+
+// inspect, complete --expire and --compensate, and purge of operations, on
+// the database server `url` names (through the command's admin functions).
+void operator_commands_on(const std::string& url) {
     workspace w;
-    const idem::test::scratch_database scratch(idem::test::shared_postgres(), "cli_complete");
-    const std::string url = scratch.conninfo();
     shop s(url);
     idem::completer completer(s.db, {s.order}, {.idle_wait = 5ms, .first_backoff = 0ms, .max_backoff = 0ms});
     s.down = true;
@@ -285,4 +290,20 @@ TEST_CASE("on PostgreSQL: inspect, complete --expire and --compensate, and purge
     CHECK(idem::inspect_operation(s.db, op_key("p2")).has_value());
 }
 
+}  // namespace
+
+#endif
+
+#if IDEM_CLI_POSTGRESQL
+TEST_CASE("on PostgreSQL: inspect, complete --expire and --compensate, and purge of operations") {
+    const idem::test::scratch_database scratch(idem::test::shared_postgres(), "cli_complete");
+    operator_commands_on(scratch.conninfo());
+}
+#endif
+
+#if IDEM_TEST_MARIADB
+TEST_CASE("on MariaDB: inspect, complete --expire and --compensate, and purge of operations") {
+    const idem::test::mariadb_scratch_database scratch(idem::test::shared_mariadb(), "cli_complete");
+    operator_commands_on(scratch.connection());
+}
 #endif

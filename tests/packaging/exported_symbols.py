@@ -50,7 +50,7 @@ ALLOWED = [
     (r"^idem::detail::(unit_state|unit_part)(::|$)", {"libidem", "libidem_sql"}),
     # What unit_of_work::publish calls in idem_sql (declared in the public
     # outbox.hpp), and the outbox table's statements (lib/sql/outbox_table.hpp)
-    # the relay in idem_database and the idem command's purge run.
+    # the relay and the operator's functions in idem_database run.
     (r"^idem::detail::(publish|publishing_record)(::|$)", {"libidem_sql"}),
     (r"^idem::detail::outbox_table::", {"libidem_sql"}),
     # How idem's own statements reach the server, unnamed behind a transaction
@@ -58,8 +58,7 @@ ALLOWED = [
     # (steps, the completer) are prepared through idem_sql's.
     (r"^idem::detail::prepare_statement$", {"libidem_sql"}),
     # The statements on the operations in steps' tables (lib/sql/operations_table.hpp)
-    # that the completer in idem_database and the idem command's inspect, complete
-    # and purge run.
+    # that the completer and the operator's functions in idem_database run.
     (r"^idem::detail::operations_table::", {"libidem_sql"}),
     # The test-only switch that shows the lost updates the mapped objects' checks prevent.
     (r"^idem::detail::set_concurrency_checks$", {"libidem_sql"}),

@@ -17,6 +17,7 @@
 #include "admin_commands.hpp"
 #include "database_arg.hpp"
 #include "duration_arg.hpp"
+#include "idem/table_admin.hpp"
 #include "internal/saturating_time.hpp"
 #include "operation_report.hpp"
 #include "record_key_flags.hpp"
@@ -47,12 +48,7 @@ int list(const complete_args& args) {
     const database_url db = parse_database_url(args.url);
     const auto rows = on_database(db, [&] {
         const opened_store store = open_store(db, open_mode::read_only);
-        return on_operations(store,
-                             [&](soci::session& sql) {
-                                 return detail::operations_table::unfinished(sql, k.name_space,
-                                                                             static_cast<std::size_t>(args.limit));
-                             })
-            .value_or(std::vector<operation_state>{});
+        return table_admin(store).unfinished_operations(k.name_space, static_cast<std::size_t>(args.limit));
     });
     std::size_t overdue = 0, stuck = 0;
     duration longest{0};
@@ -91,13 +87,9 @@ int hand_over(const complete_args& args) {
     const digest d = named_record(args.key_hash, args.key);
     const std::string id = operation_id(d);
     const database_url db = parse_database_url(args.url);
-    using detail::operations_table::release_outcome;
     const release_outcome outcome = on_database(db, [&] {
         const opened_store store = open_store(db, open_mode::existing);
-        return on_operations(
-                   store,
-                   [&](soci::session& sql) { return detail::operations_table::release(sql, id, args.compensate); })
-            .value_or(release_outcome::not_found);
+        return table_admin(store).release_operation(d, args.compensate);
     });
     if (outcome == release_outcome::not_found) {
         std::cerr << "idem: no unfinished operation with " << names_of(d) << "\n";

@@ -6,6 +6,7 @@
 
 #include "duration_arg.hpp"
 #include "idem/encryption.hpp"
+#include "idem/table_admin.hpp"
 #include "internal/saturating_time.hpp"
 
 namespace idem::cli {
@@ -15,9 +16,7 @@ std::string operation_id(const digest& d) {
 }
 
 std::optional<operation_state> read_operation(const opened_store& store, const digest& d) {
-    const std::string id = operation_id(d);
-    auto found = on_operations(store, [&](soci::session& sql) { return detail::operations_table::read(sql, id); });
-    return found ? *found : std::nullopt;
+    return table_admin(store).operation(d);
 }
 
 std::string preview(std::string_view bytes) {

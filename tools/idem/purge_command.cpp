@@ -14,15 +14,11 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <soci/soci.h>
-
 #include "admin_commands.hpp"
 #include "database_arg.hpp"
 #include "duration_arg.hpp"
 #include "idem/purge.hpp"
-#include "idem/transaction_runner.hpp"
-#include "operation_report.hpp"
-#include "sql/outbox_table.hpp"
+#include "idem/table_admin.hpp"
 
 namespace idem::cli {
 namespace {
@@ -115,28 +111,22 @@ std::size_t purge(store_admin& store, const purge_args& args, duration older_tha
 // (their children go with them) in the rows it purges and counts.
 struct purged_table {
     std::string_view rows;  // "delivered outbox messages"
-    bool (*exists)(soci::session&);
-    std::function<std::size_t(soci::session&)> count;
-    std::function<std::size_t(unit_of_work&, std::size_t limit)> purge;
+    std::function<std::size_t()> count;
+    std::function<std::size_t(std::size_t limit)> purge;
 };
 
 // Purges `table` through the library's loop, each batch (and a dry run's
 // count) its own transaction, at most `budget` rows (what --max-rows left);
 // a line only when there are any. Returns the rows it deleted.
-std::size_t purge_table(const opened_store& store, const purge_args& args, const purged_table& table,
-                        std::size_t budget) {
-    soci::session session;
-    store.open_session(session);
-    transaction_runner runner(session, {.isolation = isolation_level::read_committed});
-    if (budget == 0 || !runner.run([&](unit_of_work& uow) { return table.exists(uow.sql()); })) return 0;
+std::size_t purge_table(const purge_args& args, const purged_table& table, std::size_t budget) {
+    if (budget == 0) return 0;
     if (args.dry_run) {
-        const std::size_t n = runner.run([&](unit_of_work& uow) { return table.count(uow.sql()); });
+        const std::size_t n = table.count();
         if (n > 0) std::cout << fmt::format("would purge {} {}\n", std::min(n, budget), table.rows);
         return std::min(n, budget);
     }
     const purge_result r =
-        purge_batches([&](std::size_t limit,
-                          duration) { return runner.run([&](unit_of_work& uow) { return table.purge(uow, limit); }); },
+        purge_batches([&](std::size_t limit, duration) { return table.purge(limit); },
                       {.batch = static_cast<std::size_t>(args.batch),
                        .max_rows = args.max_rows == 0 ? std::nullopt : std::optional(budget)});
     if (r.deleted == 0) return 0;
@@ -149,7 +139,6 @@ std::size_t purge_table(const opened_store& store, const purge_args& args, const
 
 void purge(const purge_args& args) {
     const duration older_than = parse_duration(args.older_than, "--older-than");
-    const auto older_ms = std::chrono::duration_cast<std::chrono::milliseconds>(older_than).count();
     const database_url db = parse_database_url(args.url);
     // A dry run opens the database read-only: it changes nothing, not even the journal mode.
     on_database(db, [&] {
@@ -160,26 +149,19 @@ void purge(const purge_args& args) {
         std::size_t budget =
             args.max_rows == 0 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(args.max_rows);
         budget -= std::min(budget, purge(*store.admin, args, older_than));
-        // Delivered at least --older-than ago.
-        const std::int64_t delivered_before = detail::outbox_table::now_ms() - older_ms;
-        budget -= std::min(
-            budget,
-            purge_table(
-                store, args,
-                {.rows = "delivered outbox messages",
-                 .exists = detail::outbox_table::exists,
-                 .count =
-                     [&](soci::session& sql) { return detail::outbox_table::count_delivered(sql, delivered_before); },
-                 .purge = [&](unit_of_work& uow,
-                              std::size_t limit) { return detail::outbox_table::purge(uow, limit, delivered_before); }},
-                budget));
-        namespace operations = detail::operations_table;
-        (void)purge_table(store, args,
+        table_admin tables(store);
+        budget -= std::min(budget, purge_table(args,
+                                               {.rows = "delivered outbox messages",
+                                                .count = [&] { return tables.count_delivered_messages(older_than); },
+                                                .purge =
+                                                    [&](std::size_t limit) {
+                                                        return tables.purge_delivered_messages(limit, older_than);
+                                                    }},
+                                               budget));
+        (void)purge_table(args,
                           {.rows = "expired operations",
-                           .exists = operations::exists,
-                           .count = [&](soci::session& sql) { return operations::count_expired(sql, older_ms); },
-                           .purge = [&](unit_of_work& uow,
-                                        std::size_t limit) { return operations::purge(uow.sql(), limit, older_ms); }},
+                           .count = [&] { return tables.count_expired_operations(older_than); },
+                           .purge = [&](std::size_t limit) { return tables.purge_operations(limit, older_than); }},
                           budget);
     });
 }
