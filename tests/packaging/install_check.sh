@@ -147,23 +147,63 @@ echo "installed contract suite against the memory store: $ran scenarios passed; 
 
 # The SQL-store contract suite, installed, run against the SQLite store on a
 # file of the consumer's, through idem-sql-contract and idem-sqlite alone.
+# With --broken, the store writes its records through its own connection
+# instead of the caller's transaction (the record no longer commits or rolls
+# back with the business rows): the suite must catch it.
 if pkg-config --exists idem-sql-contract idem-sqlite; then
   cat >"$dest/sql_contract.cpp" <<'CPP'
 #include <idem/sql_contract.hpp>
 #include <idem/sqlite_store.hpp>
+#include <cstring>
+#include <future>
+using idem::duration;
+// Runs f on a thread of its own: the store's connection there joins no open transaction.
+template <class F> auto elsewhere(F f) { return std::async(std::launch::async, f).get(); }
+struct own_connection_store final : idem::transactional_record_store {
+    std::shared_ptr<idem::sqlite_store> inner;
+    explicit own_connection_store(std::shared_ptr<idem::sqlite_store> s) : inner(std::move(s)) {}
+    idem::store_traits traits() const noexcept override { return inner->traits(); }
+    idem::reservation do_try_reserve(const idem::record_key& k, std::string_view fp, duration d) override {
+        return inner->try_reserve(k, fp, d);
+    }
+    bool do_complete(const idem::record_key& k, std::string_view t, std::string_view fp, std::string_view p,
+                     duration d, duration r) override { return inner->complete(k, t, fp, p, d, r); }
+    bool do_release(const idem::record_key& k, std::string_view t) override { return inner->release(k, t); }
+    std::size_t do_purge_expired(std::size_t limit) override { return inner->purge_expired(limit); }
+    // The defect: the caller's transaction is ignored, the record written through the store's own connection.
+    idem::reservation do_try_reserve_in(idem::unit_of_work&, const idem::record_key& k, std::string_view fp,
+                                        duration d) override {
+        return elsewhere([&] { return do_try_reserve(k, fp, d); });
+    }
+    bool do_complete_in(idem::unit_of_work&, const idem::record_key& k, std::string_view t, std::string_view fp,
+                        std::string_view p, duration d, duration r) override {
+        return elsewhere([&] { return do_complete(k, t, fp, p, d, r); });
+    }
+    bool do_release_in(idem::unit_of_work&, const idem::record_key& k, std::string_view t) override {
+        return elsewhere([&] { return do_release(k, t); });
+    }
+};
 struct sqlite_context final : idem::contract::sql_store_context {
     std::string path;
+    bool broken = false;
     std::shared_ptr<idem::manual_clock> clock = std::make_shared<idem::manual_clock>();
     explicit sqlite_context(std::string p) : path(std::move(p)) {}
     std::string name() const override { return "sqlite, installed"; }
     std::shared_ptr<idem::transactional_record_store> make_store() override {
-        return std::make_shared<idem::sqlite_store>(idem::sqlite_store_options{.path = path, .time = clock});
+        // A short busy timeout: the broken store's own connection waits for the caller's lock.
+        auto store = std::make_shared<idem::sqlite_store>(idem::sqlite_store_options{
+            .path = path, .connection = {.busy_timeout = std::chrono::milliseconds(200)}, .time = clock});
+        if (broken) return std::make_shared<own_connection_store>(store);
+        return store;
     }
     void connect(soci::session& session) override { idem::open_sqlite_session(session, path); }
     void advance(idem::duration by) override { clock->advance(by); }
 };
 int main(int argc, char** argv) {
-    sqlite_context context(argv[--argc]);  // the database file comes last
+    const bool broken = std::strcmp(argv[argc - 1], "--broken") == 0;
+    if (broken) --argc;
+    sqlite_context context(argv[--argc]);  // the database file comes last (before --broken)
+    context.broken = broken;
     return idem::contract::run_sql(context, argc, argv);
 }
 CPP
@@ -178,5 +218,12 @@ CPP
   [ "$ran" -ge 15 ] || { echo "$report"; echo "only $ran SQL scenarios ran"; exit 1; }
   grep -q "refusals: the context injects no failures" <<<"$report" ||
       { echo "$report"; echo "the context's choices did not pick the scenarios"; exit 1; }
-  echo "installed SQL contract suite against the SQLite store: $ran scenarios passed"
+  if LD_LIBRARY_PATH=$libdir "$dest/sql_contract" --no-colors "$dest/broken.db" --broken >"$dest/sql_broken.txt"; then
+      cat "$dest/sql_broken.txt"; echo "the SQL contract suite passed a store that ignores the caller's transaction"; exit 1
+  fi
+  failed=$(grep -E "test cases: .* \| +[1-9][0-9]* failed" "$dest/sql_broken.txt") ||
+      { cat "$dest/sql_broken.txt"; echo "the broken store's run ended without failed scenarios"; exit 1; }
+  grep -q "a rollback after complete leaves no record" "$dest/sql_broken.txt" ||
+      { cat "$dest/sql_broken.txt"; echo "the rollback scenario did not catch the broken store"; exit 1; }
+  echo "installed SQL contract suite against the SQLite store: $ran scenarios passed; a store that ignores the caller's transaction fails it ($failed)"
 fi
