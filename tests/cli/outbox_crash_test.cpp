@@ -147,6 +147,35 @@ long long now_ms() {
         .count();
 }
 
+// A column's value as text, whichever type the dialect reads it as ("-" for NULL).
+std::string text_of(const soci::row& row, std::size_t i) {
+    if (row.get_indicator(i) == soci::i_null) return "-";
+    switch (row.get_properties(i).get_data_type()) {
+        case soci::dt_string: return row.get<std::string>(i);
+        case soci::dt_integer: return std::to_string(row.get<int>(i));
+        case soci::dt_long_long: return std::to_string(row.get<long long>(i));
+        case soci::dt_unsigned_long_long: return std::to_string(row.get<unsigned long long>(i));
+        case soci::dt_double: return std::to_string(row.get<double>(i));
+        default: return "?";
+    }
+}
+
+// The undelivered messages, one line each, for a failure's diagnosis.
+std::vector<std::string> undelivered_lines(idem::database& db, long long now) {
+    return db.read([&](soci::session& s) {
+        std::vector<std::string> out;
+        soci::rowset<soci::row> rows = (s.prepare << "SELECT ordering_key, state, attempts, available_at, claim, "
+                                                     "last_answer FROM idem_outbox WHERE state <> 1 ORDER BY seq");
+        for (const soci::row& row : rows) {
+            const std::string due = text_of(row, 3);
+            out.push_back("key " + text_of(row, 0) + ": state " + text_of(row, 1) + ", attempts " + text_of(row, 2) +
+                          ", due in " + (due == "-" ? due : std::to_string(std::stoll(due) - now)) + " ms, claim " +
+                          text_of(row, 4) + ", answer " + text_of(row, 5));
+        }
+        return out;
+    });
+}
+
 // (ordering key, message id) in the order `sql` reads them.
 std::vector<std::pair<std::string, std::string>> keyed_ids(idem::database& db, const std::string& sql) {
     return db.read([&](soci::session& s) {
@@ -253,15 +282,7 @@ TEST_CASE(
         for (service* s : all) s->check_running();
         // What is left, should something be (a failure's diagnosis).
         if (idem::test::count_rows(payments_view, undelivered) > 0) MESSAGE("the relay's output:\n" << relay.log());
-        const long long now = now_ms();
-        for (const auto& [key, line] :
-             keyed_ids(payments_view,
-                       "SELECT ordering_key, 'state ' || CAST(state AS TEXT) || ', attempts ' || "
-                       "CAST(attempts AS TEXT) || ', due in ' || CAST(available_at - " +
-                           std::to_string(now) +
-                           " AS TEXT) || ' ms, claim ' || COALESCE(claim, '-') || ', answer ' || "
-                           "COALESCE(last_answer, '-') FROM idem_outbox WHERE state <> 1 ORDER BY seq"))
-            MESSAGE("undelivered, key " << key << ": " << line);
+        for (const std::string& line : undelivered_lines(payments_view, now_ms())) MESSAGE("undelivered, " << line);
         std::this_thread::sleep_for(1500ms);  // a claim still held would be delivered again meanwhile
         relay.stop();
         mirror.stop();
@@ -324,15 +345,6 @@ std::string read_text(const std::filesystem::path& file) {
     return {std::istreambuf_iterator<char>(in), {}};
 }
 
-// A database of its own: a SQLite file, or a scratch PostgreSQL database.
-std::unique_ptr<idem::test::place> fresh_place(bool postgresql) {
-#ifdef IDEM_TEST_POSTGRESQL
-    if (postgresql) return std::make_unique<idem::test::postgresql_place>();
-#endif
-    REQUIRE_FALSE(postgresql);
-    return std::make_unique<idem::test::sqlite_place>();
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -349,14 +361,10 @@ TEST_CASE(
         {"enforce, record expired", {}, "expire"},
         {"enforce, record forgotten", {}, "forget"},
     };
-    std::vector<bool> backends{false};
-#ifdef IDEM_TEST_POSTGRESQL
-    backends.push_back(true);
-#endif
-    for (const bool postgresql : backends) {
+    for (const idem::test::place_factory fresh_place : idem::test::place_factories()) {
         for (const way& w : ways) {
             // Each way on databases of its own.
-            const auto payments_place = fresh_place(postgresql), mirror_place = fresh_place(postgresql);
+            const auto payments_place = fresh_place(), mirror_place = fresh_place();
             const std::string payments_db = payments_place->url(), mirror_db = mirror_place->url();
             CAPTURE(payments_db);
             const std::string way_name = w.name;

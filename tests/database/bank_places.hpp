@@ -79,15 +79,24 @@ private:
 };
 #endif
 
-inline std::vector<std::unique_ptr<place>> places() {
-    std::vector<std::unique_ptr<place>> all;
-    all.push_back(std::make_unique<sqlite_place>());
+// How to make each place this build tests, in order: SQLite, then PostgreSQL
+// and MariaDB where the test is built for them.
+using place_factory = std::unique_ptr<place> (*)();
+inline std::vector<place_factory> place_factories() {
+    std::vector<place_factory> all{[]() -> std::unique_ptr<place> { return std::make_unique<sqlite_place>(); }};
 #ifdef IDEM_TEST_POSTGRESQL
-    all.push_back(std::make_unique<postgresql_place>());
+    all.push_back([]() -> std::unique_ptr<place> { return std::make_unique<postgresql_place>(); });
 #endif
 #ifdef IDEM_TEST_MARIADB
-    all.push_back(std::make_unique<mariadb_place>());
+    all.push_back([]() -> std::unique_ptr<place> { return std::make_unique<mariadb_place>(); });
 #endif
+    return all;
+}
+
+// One place of each kind.
+inline std::vector<std::unique_ptr<place>> places() {
+    std::vector<std::unique_ptr<place>> all;
+    for (const place_factory make : place_factories()) all.push_back(make());
     return all;
 }
 

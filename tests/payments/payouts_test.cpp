@@ -146,8 +146,10 @@ TEST_CASE("payouts: a provider that never answers: 202 with the state and Retry-
 TEST_CASE("payouts: compensated after the provider paid and before its answer was stored, the payout stands") {
     payout_provider provider;
     const idem::test::temp_dir dir{"payouts-paid"};
-#ifdef IDEM_PAYMENTS_POSTGRESQL
+#if defined(IDEM_PAYMENTS_POSTGRESQL)
     const std::string db = idem::test::shared_postgres();
+#elif defined(IDEM_PAYMENTS_MARIADB)
+    const std::string db = idem::test::shared_mariadb();
 #else
     const std::string db = "sqlite:" + (dir.path() / "payments.db").string();
 #endif
@@ -201,8 +203,10 @@ TEST_CASE("payouts: SIGKILL between every pair of steps and inside the call, 300
     std::vector<std::string> accounts;
     // The database outlives every instance of the service.
     const idem::test::temp_dir dir{"payouts"};
-#ifdef IDEM_PAYMENTS_POSTGRESQL
+#if defined(IDEM_PAYMENTS_POSTGRESQL)
     const std::string db = idem::test::shared_postgres();
+#elif defined(IDEM_PAYMENTS_MARIADB)
+    const std::string db = idem::test::shared_mariadb();
 #else
     const std::string db = "sqlite:" + (dir.path() / "payments.db").string();
 #endif
