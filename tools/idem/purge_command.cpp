@@ -125,10 +125,9 @@ std::size_t purge_table(const purge_args& args, const purged_table& table, std::
         if (n > 0) std::cout << fmt::format("would purge {} {}\n", std::min(n, budget), table.rows);
         return std::min(n, budget);
     }
-    const purge_result r =
-        purge_batches([&](std::size_t limit, duration) { return table.purge(limit); },
-                      {.batch = static_cast<std::size_t>(args.batch),
-                       .max_rows = args.max_rows == 0 ? std::nullopt : std::optional(budget)});
+    const purge_result r = purge_batches([&](std::size_t limit, duration) { return table.purge(limit); },
+                                         {.batch = static_cast<std::size_t>(args.batch),
+                                          .max_rows = args.max_rows == 0 ? std::nullopt : std::optional(budget)});
     if (r.deleted == 0) return 0;
     const double elapsed = std::chrono::duration<double>(r.elapsed).count();
     std::cout << fmt::format("purged {} {} in {} batch{}, {:.2f}s ({:.0f} rows/s)\n", r.deleted, table.rows, r.batches,
@@ -150,14 +149,14 @@ void purge(const purge_args& args) {
             args.max_rows == 0 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(args.max_rows);
         budget -= std::min(budget, purge(*store.admin, args, older_than));
         table_admin tables(store);
-        budget -= std::min(budget, purge_table(args,
-                                               {.rows = "delivered outbox messages",
-                                                .count = [&] { return tables.count_delivered_messages(older_than); },
-                                                .purge =
-                                                    [&](std::size_t limit) {
-                                                        return tables.purge_delivered_messages(limit, older_than);
-                                                    }},
-                                               budget));
+        budget -= std::min(
+            budget,
+            purge_table(
+                args,
+                {.rows = "delivered outbox messages",
+                 .count = [&] { return tables.count_delivered_messages(older_than); },
+                 .purge = [&](std::size_t limit) { return tables.purge_delivered_messages(limit, older_than); }},
+                budget));
         (void)purge_table(args,
                           {.rows = "expired operations",
                            .count = [&] { return tables.count_expired_operations(older_than); },
