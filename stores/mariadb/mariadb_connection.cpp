@@ -103,12 +103,11 @@ void mariadb::raise(unsigned code, std::string_view message, std::string_view wh
         case deadlock: throw store_error(store_failure::conflict, text, native);
         case lock_wait_timeout:
         case query_interrupted: throw store_error(store_failure::timeout, text, native);
-        // A duplicate key is a lost race: a concurrent transaction committed
-        // the same row first (two first runs of one operation, say), and the
-        // unit of work runs again to find it. The server does not say which
-        // table, so a duplicate in the application's own tables is one too:
-        // it runs again, and ends as lost_race if the duplicate stays.
-        case duplicate_key: throw store_error(store_failure::lost_race, text, native);
+        // A duplicate key is a constraint, as on the other databases: the
+        // record's own insert, where a duplicate is a concurrent transaction
+        // that committed the same record first, says lost_race itself
+        // (mariadb_records.cpp), and nothing else is run again.
+        case duplicate_key: throw store_error(store_failure::constraint, text, native);
         case server_gone:
         case server_lost:
         case connection_error:

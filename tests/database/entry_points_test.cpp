@@ -21,6 +21,9 @@
 #include "idem/inbox.hpp"
 #include "idem/operation.hpp"
 #include "idem/sqlite_store.hpp"
+#ifdef IDEM_TEST_MARIADB
+#include "idem/mariadb_store.hpp"
+#endif
 #include "idem/webhook.hpp"
 #include "mapped_bank.hpp"
 #include "recording_sink.hpp"
@@ -142,6 +145,8 @@ TEST_CASE(
         const std::string holding =
             db.engine() == "postgresql"
                 ? "SELECT COUNT(*) FROM idem_records WHERE position(convert_to('" + card + "', 'UTF8') in payload) > 0"
+            : db.engine() == "mariadb"
+                ? "SELECT COUNT(*) FROM idem_records WHERE instr(payload, '" + card + "') > 0"
                 : "SELECT COUNT(*) FROM idem_records WHERE instr(payload, CAST('" + card + "' AS BLOB)) > 0";
         CHECK(count_rows(db, holding) == 0);
     });
@@ -440,6 +445,10 @@ TEST_CASE("a borrowed session runs the same units of work on the application's o
         soci::session mine;
         if (where->postgresql())
             idem::open_postgresql_session(mine, where->url());
+#ifdef IDEM_TEST_MARIADB
+        else if (where->mariadb())
+            idem::open_mariadb_session(mine, where->url());
+#endif
         else
             idem::open_sqlite_session(mine, where->url().substr(std::string("sqlite:").size()));
         idem::borrowed_session on_mine = db.borrow(mine);

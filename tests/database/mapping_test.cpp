@@ -463,9 +463,7 @@ TEST_CASE("mapping: a kept statement that failed runs again on its connection, N
                 db.transact(work);
                 FAIL("the database took a row it refuses");
             } catch (const idem::store_error& e) {
-                // MariaDB names no table with a duplicate key: every one is a lost race (docs/mariadb.md).
-                CHECK(e.failure() ==
-                      (where->mariadb() ? idem::store_failure::lost_race : idem::store_failure::constraint));
+                CHECK(e.failure() == idem::store_failure::constraint);
             }
         };
         // Sets bob's name and note: the same UPDATE whatever the values, as both change.
