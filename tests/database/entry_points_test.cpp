@@ -443,8 +443,7 @@ TEST_CASE("a borrowed session runs the same units of work on the application's o
         CAPTURE(where->url());
         idem::database db = open_bank(*where);
         soci::session mine;
-        if (where->postgresql())
-            idem::open_postgresql_session(mine, where->url());
+        if (where->postgresql()) idem::open_postgresql_session(mine, where->url());
 #ifdef IDEM_TEST_MARIADB
         else if (where->mariadb())
             idem::open_mariadb_session(mine, where->url());
