@@ -23,6 +23,21 @@ constexpr unsigned lock_wait_timeout = 1205, deadlock = 1213, duplicate_key = 10
                    server_lost = 2013, connection_error = 2002, host_error = 2003, connection_killed = 1927,
                    shutdown_in_progress = 1053, server_shutdown = 4031, out_of_sync = 2014, query_interrupted = 1317;
 
+// The connection is gone: the server ends its open transaction by itself.
+bool connection_gone(unsigned code) noexcept {
+    switch (code) {
+        case server_gone:
+        case server_lost:
+        case connection_error:
+        case host_error:
+        case connection_killed:
+        case shutdown_in_progress:
+        case server_shutdown:
+        case out_of_sync: return true;
+        default: return false;
+    }
+}
+
 // MariaDB names no isolation level in START TRANSACTION: the level of the
 // next transaction is set by a statement of its own before it.
 std::string isolation_sql(isolation_level level) {
@@ -50,15 +65,21 @@ public:
     void execute(const std::string& sql, std::string_view what) override {
         try {
             session_ << sql;
+        } catch (const soci::mysql_soci_error& e) {
+            broken_ = broken_ || connection_gone(e.err_num_);
+            rethrow_soci_as_store_error(what, &session_);
         } catch (...) {
             rethrow_soci_as_store_error(what, &session_);
         }
     }
     [[nodiscard]] const std::string& begin_sql() const noexcept override { return begin_; }
+    // A ROLLBACK (or another control statement) found the connection gone.
+    [[nodiscard]] bool broken() noexcept override { return broken_; }
 
 private:
     soci::session& session_;
     std::string isolation_;
+    bool broken_ = false;
     const std::string begin_ = "START TRANSACTION";
 };
 
@@ -99,6 +120,7 @@ const mariadb_dialect the_dialect;
 void mariadb::raise(unsigned code, std::string_view message, std::string_view what) {
     const std::string text = "idem: " + std::string(what) + " failed: " + std::string(message);
     const std::string native = std::to_string(code);
+    if (connection_gone(code)) throw store_error(store_failure::connection_lost, text, native);
     switch (code) {
         case deadlock: throw store_error(store_failure::conflict, text, native);
         case lock_wait_timeout:
@@ -108,14 +130,6 @@ void mariadb::raise(unsigned code, std::string_view message, std::string_view wh
         // that committed the same record first, says lost_race itself
         // (mariadb_records.cpp), and nothing else is run again.
         case duplicate_key: throw store_error(store_failure::constraint, text, native);
-        case server_gone:
-        case server_lost:
-        case connection_error:
-        case host_error:
-        case connection_killed:
-        case shutdown_in_progress:
-        case server_shutdown:
-        case out_of_sync:
         // A read-only server is a replica, or a primary being demoted: the
         // session is dropped and the next attempt finds the writable one.
         case read_only:

@@ -106,6 +106,29 @@ void remember(soci::session& sql, const record_key& key, std::string_view finger
     sql << remember_sql, soci::use(k, "k"), soci::use(digest, "fp"), soci::use(at, "at");
 }
 
+// A statement above the server's max_allowed_packet is refused, and the
+// server drops the connection with it: the client reads 1153, or only that the
+// server went away, a lost connection the unit of work would run again. So a
+// large result is measured against the limit before it is sent, and refused
+// as a clear constraint error on a session that stays. SOCI sends it as
+// escaped text: \0 \n \r \\ ' " and \x1a take two bytes each.
+void check_packet(soci::session& sql, std::string_view payload) {
+    constexpr std::size_t smaller_than_any_server_default = 64 * 1024, rest_of_statement = 4096;
+    if (payload.size() < smaller_than_any_server_default) return;
+    long long limit = 0;
+    sql << "SELECT @@max_allowed_packet", soci::into(limit);
+    const auto escaped = std::count_if(payload.begin(), payload.end(), [](char c) {
+        return c == '\0' || c == '\n' || c == '\r' || c == '\\' || c == '\'' || c == '"' || c == '\x1a';
+    });
+    const std::size_t sent = payload.size() + static_cast<std::size_t>(escaped) + rest_of_statement;
+    if (limit > 0 && sent > static_cast<std::size_t>(limit))
+        throw store_error(store_failure::constraint,
+                          "idem: a result of " + std::to_string(payload.size()) + " bytes (" + std::to_string(sent) +
+                              " as sent) is larger than the server's max_allowed_packet (" + std::to_string(limit) +
+                              "): raise it, or store less",
+                          "1153");
+}
+
 // What every statement writing a row binds: the key's identity and the row's values.
 struct written {
     std::string k, ns, fp, token, payload;
@@ -129,6 +152,7 @@ struct written {
 
     // Inserts the row; a row with its key already there fails (1062).
     void insert(soci::session& sql) const {
+        check_packet(sql, payload);
         sql << insert_sql, soci::use(k, "k"), soci::use(ns, "ns"), soci::use(fp, "fp"), soci::use(token, "token"),
             soci::use(state, "state"), soci::use(payload, payload_null, "payload"), soci::use(expires, "expires"),
             soci::use(now, "now"), soci::use(scope, "scope");
@@ -136,6 +160,7 @@ struct written {
 
     // Rewrites the row in place (a takeover, or a completion).
     void take(soci::session& sql) const {
+        check_packet(sql, payload);
         sql << take_sql, soci::use(ns, "ns"), soci::use(fp, "fp"), soci::use(token, "token"), soci::use(state, "state"),
             soci::use(payload, payload_null, "payload"), soci::use(expires, "expires"), soci::use(now, "now"),
             soci::use(scope, "scope"), soci::use(k, "k");

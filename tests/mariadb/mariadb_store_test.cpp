@@ -7,7 +7,9 @@
 
 #include <soci/soci.h>
 
+#include <atomic>
 #include <chrono>
+#include <future>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -127,5 +129,105 @@ TEST_CASE("mariadb: a row held past the lock wait is a transient timeout; a stop
         FAIL("ran on a stopped server");
     } catch (const idem::store_error& e) {
         CHECK(e.failure() == idem::store_failure::connection_lost);
+    }
+}
+
+TEST_CASE("mariadb: a COMMIT without an answer is in doubt and not run again; a packet too large and a read-only "
+          "server are typed") {
+    idem::test::mariadb_server server;
+    const std::string url = server.connection();
+    idem::database db = idem::database::open(url);
+    db.migrate();
+    db.transact([](idem::unit_of_work& uow) {
+        uow.sql() << "CREATE TABLE accounts (id VARCHAR(16) PRIMARY KEY, balance BIGINT NOT NULL)";
+        uow.sql() << "INSERT INTO accounts VALUES ('alice', 100), ('bob', 0)";
+    });
+    soci::session admin;
+    idem::open_mariadb_session(admin, url);
+    const auto bob = [&] { return count(db, "SELECT balance FROM accounts WHERE id = 'bob'"); };
+
+    SUBCASE("COMMIT in doubt") {
+        // The unit of work writes, then the server holds every COMMIT (BACKUP STAGE BLOCK_COMMIT)
+        // and its connection is killed while its COMMIT waits: the client never hears the outcome.
+        long long victim_id = 0;
+        std::promise<void> written, blocked;
+        std::atomic<int> runs{0};
+        auto victim = std::async(std::launch::async, [&] {
+            db.transact([&](idem::unit_of_work& uow) {
+                ++runs;
+                uow.sql() << "SELECT CONNECTION_ID()", soci::into(victim_id);
+                uow.sql() << "UPDATE accounts SET balance = balance + 9 WHERE id = 'bob'";
+                written.set_value();
+                blocked.get_future().wait();
+            });
+        });
+        written.get_future().wait();
+        admin << "BACKUP STAGE START";
+        admin << "BACKUP STAGE BLOCK_COMMIT";
+        blocked.set_value();
+        int waiting = 0;
+        for (int i = 0; i < 500 && waiting == 0; ++i) {
+            admin << "SELECT COUNT(*) FROM information_schema.processlist WHERE id = :id AND info = 'COMMIT'",
+                soci::use(victim_id), soci::into(waiting);
+            if (waiting == 0) std::this_thread::sleep_for(10ms);
+        }
+        REQUIRE(waiting == 1);
+        admin << "KILL CONNECTION " + std::to_string(victim_id);
+        CHECK_THROWS_AS(victim.get(), idem::transaction_in_doubt);
+        admin << "BACKUP STAGE END";
+        CHECK(runs == 1);
+        // Whether it committed is the server's to say (a killed COMMIT waiting for the
+        // lock may still commit once it is free): a caller checks, never assumes.
+        const long long after = bob();
+        CHECK((after == 0 || after == 9));
+        MESSAGE("the COMMIT in doubt " << std::string(after == 9 ? "committed" : "rolled back"));
+        // The pool dropped the killed session: the next unit of work runs at once.
+        db.transact([](idem::unit_of_work& uow) { uow.sql() << "UPDATE accounts SET balance = 1 WHERE id = 'bob'"; });
+        CHECK(bob() == 1);
+    }
+
+    SUBCASE("a result above max_allowed_packet") {
+        admin << "SET GLOBAL max_allowed_packet = 1048576";
+        idem::database small = idem::database::open(url);  // sessions opened after the change
+        const std::string big(2 * 1024 * 1024, 'x');
+        const idem::record_key key("bank.transfer", "big");
+        try {
+            (void)small.once(key, "fp", [&](idem::unit_of_work& uow) {
+                uow.sql() << "UPDATE accounts SET balance = balance + 5 WHERE id = 'bob'";
+                return big;
+            });
+            FAIL("a 2 MiB result was stored under a 1 MiB max_allowed_packet");
+        } catch (const idem::store_error& e) {
+            CHECK(e.failure() == idem::store_failure::constraint);
+            CHECK(std::string(e.what()).find("max_allowed_packet") != std::string::npos);
+            CHECK_FALSE(e.is_transient());
+        }
+        admin << "SET GLOBAL max_allowed_packet = 16777216";
+        CHECK(bob() == 0);
+        CHECK_FALSE(small.admin().inspect(key.digest(), false).has_value());
+    }
+
+    SUBCASE("a read-only server") {
+        admin << "SET GLOBAL read_only = 1";
+        // The test's session is root's, which read_only does not stop: the store's user is too, so
+        // the server refuses through a user without SUPER.
+        admin << "CREATE USER IF NOT EXISTS 'clerk'@'127.0.0.1'";
+        admin << "GRANT SELECT, INSERT, UPDATE, DELETE ON *.* TO 'clerk'@'127.0.0.1'";
+        auto clerk_address = idem::test::mariadb_address::parse(url);
+        clerk_address.user = "clerk";
+        clerk_address.password.clear();
+        idem::database clerk = idem::database::open(clerk_address.url(), {.attempts = 1});
+        try {
+            clerk.transact(
+                [](idem::unit_of_work& uow) { uow.sql() << "UPDATE accounts SET balance = 3 WHERE id = 'bob'"; });
+            FAIL("a read-only server took a write");
+        } catch (const idem::store_error& e) {
+            // A replica, or a primary being demoted: the session is dropped, the next attempt connects anew.
+            CHECK(e.failure() == idem::store_failure::connection_lost);
+            CHECK(e.native_code() == "1290");
+        }
+        admin << "SET GLOBAL read_only = 0";
+        clerk.transact([](idem::unit_of_work& uow) { uow.sql() << "UPDATE accounts SET balance = 3 WHERE id = 'bob'"; });
+        CHECK(bob() == 3);
     }
 }
