@@ -132,8 +132,9 @@ TEST_CASE("mariadb: a row held past the lock wait is a transient timeout; a stop
     }
 }
 
-TEST_CASE("mariadb: a COMMIT without an answer is in doubt and not run again; a packet too large and a read-only "
-          "server are typed") {
+TEST_CASE(
+    "mariadb: a COMMIT without an answer is in doubt and not run again; a packet too large and a read-only "
+    "server are typed") {
     idem::test::mariadb_server server;
     const std::string url = server.connection();
     idem::database db = idem::database::open(url);
@@ -227,7 +228,8 @@ TEST_CASE("mariadb: a COMMIT without an answer is in doubt and not run again; a 
             CHECK(e.native_code() == "1290");
         }
         admin << "SET GLOBAL read_only = 0";
-        clerk.transact([](idem::unit_of_work& uow) { uow.sql() << "UPDATE accounts SET balance = 3 WHERE id = 'bob'"; });
+        clerk.transact(
+            [](idem::unit_of_work& uow) { uow.sql() << "UPDATE accounts SET balance = 3 WHERE id = 'bob'"; });
         CHECK(bob() == 3);
     }
 }
