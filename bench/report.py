@@ -27,6 +27,7 @@ STEADY_COLUMNS = {
                   ("lean-reserve", "lean table: reserve, HOT completion"),
                   ("lean-optimistic", "lean table: work, then the completed record with COMMIT")],
     "mariadb-steady": [("idem", "idem"), ("idem-reserve-first", "idem, reserve_first"),
+                       ("idem-lease", "idem, lease mode (detached reserve, complete)"),
                        ("hand", "by hand, reserve first"),
                        ("hand-optimistic", "work, then the completed record with COMMIT")],
     "sqlite-steady": [("idem", "idem"), ("idem-reserve-first", "idem, reserve_first"),
