@@ -16,6 +16,7 @@ struct options {
     int rounds = 5;                            // alternating subject/baseline pairs; medians reported
     std::string sqlite_dir;                    // where SQLite databases go
     std::string postgresql;                    // conninfo; empty: skip PostgreSQL
+    std::string mariadb;                       // mariadb:// URL (docs/mariadb.md)
     int clients = 0;                           // scenario pg-clients: connections
     std::size_t steady_rows = 1'000'000;       // steady-state scenarios: records (and ledger lines) prefilled
     std::size_t expired_rows = 0;              // pg-purge, sqlite-layout: of those, expired (0: a tenth)
@@ -60,5 +61,6 @@ void run_postgresql_steady(const options& o, report& out);
 void run_postgresql_purge(const options& o, report& out);
 void run_sqlite_mapping(const options& o, report& out);
 void run_postgresql_mapping(const options& o, report& out);
+void run_mariadb_steady(const options& o, report& out);
 
 }  // namespace idem::bench

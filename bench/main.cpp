@@ -1,13 +1,14 @@
 // idem-bench: what idempotency costs, measured against the bare work in the same run.
 //   idem-bench [--scenario all|memory|sqlite|postgresql|pg-clients|sqlite-steady|sqlite-layout|pg-steady|pg-purge|
-//              mapping-steady]
-//              [--seconds S] [--rounds N] [--sqlite-dir D] [--postgresql CONNINFO] [--clients N] [--rows N]
-//              [--client-counts 1,8,16] [--expired N]
+//              mapping-steady|mariadb-steady]
+//              [--seconds S] [--rounds N] [--sqlite-dir D] [--postgresql CONNINFO] [--mariadb URL] [--clients N]
+//              [--rows N] [--client-counts 1,8,16] [--expired N]
 // "all" runs the hot-row scenarios; the steady-state ones prefill their tables
 // first (--rows records) and run on their own. mapping-steady: the steady-state
 // transfer through mapped objects against the same statements by hand (SQLite,
 // and PostgreSQL with --postgresql). sqlite-layout: idem's SQLite file with and
 // without the expires_at index (--rows records, --expired of them expired).
+// mariadb-steady: the steady-state transfer on MariaDB (--mariadb URL).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -66,6 +67,8 @@ int main(int argc, char** argv) {
             o.sqlite_dir = value;
         else if (flag == "--postgresql")
             o.postgresql = value;
+        else if (flag == "--mariadb")
+            o.mariadb = value;
         else if (flag == "--clients")
             o.clients = std::stoi(value);
         else if (flag == "--rows")
@@ -98,6 +101,9 @@ int main(int argc, char** argv) {
     if (scenario == "pg-steady") idem::bench::run_postgresql_steady(o, out);
     if (scenario == "pg-purge") idem::bench::run_postgresql_purge(o, out);
     if (scenario == "mapping-steady" && !o.postgresql.empty()) idem::bench::run_postgresql_mapping(o, out);
+#endif
+#ifdef IDEM_BENCH_MARIADB
+    if (scenario == "mariadb-steady") idem::bench::run_mariadb_steady(o, out);
 #endif
     out.print_json();
     return 0;

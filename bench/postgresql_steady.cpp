@@ -8,7 +8,6 @@
 // work (idem's form by hand), on idem's table and on a leaner one (no
 // namespace, no expires_at B-tree, fillfactor 90, so a completion is a HOT update).
 #include <atomic>
-#include <cstring>
 #include <memory>
 
 #include <soci/postgresql/soci-postgresql.h>
@@ -137,13 +136,7 @@ struct client {
         pq::run(conn, "s_ledger", pq::values().text(std::to_string(id)));
     }
 
-    const std::string& fresh_token() {
-        for (std::size_t i = 0; i < token.size(); i += 8) {
-            const std::uint64_t r = rng();
-            std::memcpy(token.data() + i, &r, 8);
-        }
-        return token;
-    }
+    const std::string& fresh_token() { return fill_random(rng, token); }
 };
 
 std::atomic<std::uint64_t> next_transfer{0};
@@ -249,35 +242,22 @@ void run_postgresql_steady(const options& o, report& out) {
             for (int c = 0; c < clients; ++c)
                 pool.push_back(std::make_unique<client>(o.postgresql, 0x5eed + static_cast<std::uint64_t>(c)));
             const auto timed = [&](std::function<void(client&, std::uint64_t)> op) {
-                return [&, op = std::move(op)] {
-                    return on_clients(clients, o.span,
-                                      [&](std::size_t c, std::uint64_t) { op(*pool[c], next_transfer++); });
-                };
+                return on_each_client(pool, o.span, next_transfer, std::move(op));
             };
-            const std::vector<std::function<double()>> subjects{
-                timed(bare),
-                timed([&](client& c, std::uint64_t id) { idem_fast_path(exec, c, id); }),
-                timed([&](client& c, std::uint64_t id) { idem_fast_path(exec, c, id, true); }),
-                timed([](client& c, std::uint64_t id) { reserve_first(c, id, current); }),
-                timed([](client& c, std::uint64_t id) { reserve_first(c, id, first_schema); }),
-                timed([](client& c, std::uint64_t id) { optimistic(c, id, current); }),
-                timed([](client& c, std::uint64_t id) { reserve_first(c, id, lean); }),
-                timed([](client& c, std::uint64_t id) { optimistic(c, id, lean); }),
-            };
-            const std::vector<double> rates = compare_all(subjects, o.rounds);
-            const std::string config = "synchronous_commit=" + std::string(sync) + ", " + std::to_string(clients) +
-                                       (clients == 1 ? " client" : " clients");
-            const char* names[] = {
-                "bare",         "idem",           "idem-reserve-first", "hand", "hand-first-schema", "hand-optimistic",
-                "lean-reserve", "lean-optimistic"};
-            for (std::size_t v = 1; v < rates.size(); ++v)
-                out.add({.group = "pg-steady",
-                         .name = config,
-                         .subject = names[v],
-                         .baseline = "bare",
-                         .result = {{rates[v], 1e9 / rates[v]}, {rates[0], 1e9 / rates[0]}},
-                         .unit = "transfers/s",
-                         .note = std::to_string(o.steady_rows) + " rows"});
+            report_steady(
+                out, o, "pg-steady", "synchronous_commit=" + std::string(sync) + ", " + clients_label(clients),
+                {
+                    {"bare", timed(bare)},
+                    {"idem", timed([&](client& c, std::uint64_t id) { idem_fast_path(exec, c, id); })},
+                    {"idem-reserve-first",
+                     timed([&](client& c, std::uint64_t id) { idem_fast_path(exec, c, id, true); })},
+                    {"hand", timed([](client& c, std::uint64_t id) { reserve_first(c, id, current); })},
+                    {"hand-first-schema",
+                     timed([](client& c, std::uint64_t id) { reserve_first(c, id, first_schema); })},
+                    {"hand-optimistic", timed([](client& c, std::uint64_t id) { optimistic(c, id, current); })},
+                    {"lean-reserve", timed([](client& c, std::uint64_t id) { reserve_first(c, id, lean); })},
+                    {"lean-optimistic", timed([](client& c, std::uint64_t id) { optimistic(c, id, lean); })},
+                });
         }
     }
     pq::execute(admin_conn, ("ALTER DATABASE \"" + database + "\" RESET synchronous_commit").c_str());

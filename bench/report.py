@@ -26,6 +26,10 @@ STEADY_COLUMNS = {
                   ("hand-optimistic", "work, then the completed record with COMMIT"),
                   ("lean-reserve", "lean table: reserve, HOT completion"),
                   ("lean-optimistic", "lean table: work, then the completed record with COMMIT")],
+    "mariadb-steady": [("idem", "idem"), ("idem-reserve-first", "idem, reserve_first"),
+                       ("idem-lease", "idem, lease mode (detached reserve, complete)"),
+                       ("hand", "by hand, reserve first"),
+                       ("hand-optimistic", "work, then the completed record with COMMIT")],
     "sqlite-steady": [("idem", "idem"), ("idem-reserve-first", "idem, reserve_first"),
                       ("hand", "by hand, reserve first"),
                       ("hand-one-write", "lookup, work, one INSERT"),
@@ -39,7 +43,7 @@ for group, columns in STEADY_COLUMNS.items():
         continue
     configs = list(dict.fromkeys(r["name"] for r in rows))
     by = {(r["name"], r["subject"]): r for r in rows}
-    title = "PostgreSQL" if group == "pg-steady" else "SQLite"
+    title = {"pg-steady": "PostgreSQL", "mariadb-steady": "MariaDB"}.get(group, "SQLite")
     out.append(f"{title} at steady state ({rows[0]['note']} prefilled, 100,000 accounts at random): "
                "rates over the bare transfer in the same run.")
     out.append("")
@@ -49,7 +53,7 @@ for group, columns in STEADY_COLUMNS.items():
     for config in configs:
         idem = by.get((config, "idem"))
         # idem's own form written by hand: the record inserted after the work.
-        hand = by.get((config, "hand-optimistic" if group == "pg-steady" else "hand-one-write"))
+        hand = by.get((config, "hand-one-write" if group == "sqlite-steady" else "hand-optimistic"))
         cells = [f"{by[(config, key)]['subject_per_s'] / by[(config, key)]['baseline_per_s']:.2f}"
                  if (config, key) in by else "" for key, _ in columns]
         versus_hand = f"{idem['subject_per_s'] / hand['subject_per_s']:.2f}" if idem and hand else ""

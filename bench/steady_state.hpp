@@ -3,15 +3,19 @@
 // a ledger and a record table that already hold a retention's worth of rows.
 #pragma once
 
+#include <atomic>
 #include <barrier>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "bench.hpp"
 #include "harness.hpp"
 #include "idem/record_key.hpp"
 
@@ -48,6 +52,53 @@ inline double on_clients(int clients, std::chrono::milliseconds span,
     double total = 0;
     for (double r : rates) total += r;
     return total;
+}
+
+// Fills `bytes` with random bytes (a hand-written reservation's token); its size a multiple of 8.
+inline const std::string& fill_random(std::mt19937_64& rng, std::string& bytes) {
+    for (std::size_t i = 0; i < bytes.size(); i += 8) {
+        const std::uint64_t r = rng();
+        std::memcpy(bytes.data() + i, &r, 8);
+    }
+    return bytes;
+}
+
+// One round of op(client, id) on every client at once, each call a transfer id
+// of its own from `next`: the function compare_all times.
+template <class Client>
+std::function<double()> on_each_client(std::vector<std::unique_ptr<Client>>& clients, std::chrono::milliseconds span,
+                                       std::atomic<std::uint64_t>& next,
+                                       std::function<void(Client&, std::uint64_t)> op) {
+    return [&clients, span, &next, op = std::move(op)] {
+        return on_clients(static_cast<int>(clients.size()), span,
+                          [&](std::size_t c, std::uint64_t) { op(*clients[c], next++); });
+    };
+}
+
+// One variant of a steady-state configuration: its name in the report, one timed round.
+struct steady_variant {
+    const char* name;
+    std::function<double()> round;
+};
+
+// Times `variants` in alternating rounds and reports each over the first (the bare transfer).
+inline void report_steady(report& out, const options& o, const std::string& group, const std::string& config,
+                          const std::vector<steady_variant>& variants) {
+    std::vector<std::function<double()>> rounds;
+    for (const auto& v : variants) rounds.push_back(v.round);
+    const std::vector<double> rates = compare_all(rounds, o.rounds);
+    for (std::size_t v = 1; v < rates.size(); ++v)
+        out.add({.group = group,
+                 .name = config,
+                 .subject = variants[v].name,
+                 .baseline = variants[0].name,
+                 .result = {{rates[v], 1e9 / rates[v]}, {rates[0], 1e9 / rates[0]}},
+                 .unit = "transfers/s",
+                 .note = std::to_string(o.steady_rows) + " rows"});
+}
+
+inline std::string clients_label(int clients) {
+    return std::to_string(clients) + (clients == 1 ? " client" : " clients");
 }
 
 }  // namespace idem::bench

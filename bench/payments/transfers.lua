@@ -1,6 +1,7 @@
 -- wrk script: POST /transfers between two of ACCOUNTS accounts (a1 .. aN) chosen
--- at random, 1 cent each, every request with an Idempotency-Key of its own.
---   wrk -s bench/payments/transfers.lua URL -- ROUND [close]
+-- at random, 1 cent each, every request with an Idempotency-Key of its own; or,
+-- with "balance", GET /accounts/a1, the service's own read, as the ceiling.
+--   wrk -s bench/payments/transfers.lua URL -- ROUND [close|keep-alive] [balance]
 -- ROUND keeps the keys of one round apart from another's; "close" sends
 -- Connection: close (a new connection per request) instead of keeping it alive.
 local accounts = tonumber(os.getenv("ACCOUNTS") or "1000")
@@ -14,11 +15,17 @@ end
 function init(args)
   round = args[1] or "0"
   close = args[2] == "close"
+  balance = args[3] == "balance"
   counter = 0
   math.randomseed(os.time() * 1000 + tid)
 end
 
 function request()
+  if balance then
+    local headers = {["Authorization"] = "Bearer bench"}
+    if close then headers["Connection"] = "close" end
+    return wrk.format("GET", "/accounts/a1", headers)
+  end
   counter = counter + 1
   local from = math.random(1, accounts)
   local to = math.random(1, accounts - 1)

@@ -43,6 +43,14 @@ constexpr const char* remember_sql =
     "ON DUPLICATE KEY UPDATE fingerprint = VALUES(fingerprint), forget_at = VALUES(forget_at)";
 constexpr const char* remembered_sql =
     "SELECT fingerprint FROM idem_tombstones WHERE key_hash = :k AND forget_at > :now";
+// The one-statement form's lookup: the row and the key's live tombstone in one
+// round trip (a fresh key has neither, and would otherwise cost a second read).
+// The one-row table on the left answers even when the key has no row.
+constexpr const char* look_up_sql =
+    "SELECT r.state, r.token, r.fingerprint, r.payload, r.expires_at, t.fingerprint "
+    "FROM (SELECT 1) AS answer "
+    "LEFT JOIN idem_records r ON r.key_hash = :k "
+    "LEFT JOIN idem_tombstones t ON t.key_hash = :k2 AND t.forget_at > :now";
 
 std::string bytes(std::span<const std::byte> b) {
     return {reinterpret_cast<const char*>(b.data()), b.size()};
@@ -87,6 +95,13 @@ std::optional<row> read_row(soci::session& sql, const record_key& key, bool lock
     return r;
 }
 
+// What a live tombstone whose fingerprint digest is `stored` answers: expired, or fingerprint_mismatch.
+reservation tombstone_answer(const record_key& key, const std::string& stored, std::string_view fingerprint) {
+    if (stored.size() != fingerprint_digest_bytes) corrupt(key, "its tombstone's fingerprint is malformed");
+    if (stored != fingerprint_digest(fingerprint)) return reservation::fingerprint_mismatch();
+    return reservation::expired();
+}
+
 // The answer of `key`'s live tombstone (expired or fingerprint_mismatch); nullopt when none.
 std::optional<reservation> remembered(soci::session& sql, const record_key& key, std::string_view fingerprint,
                                       std::int64_t now) {
@@ -95,9 +110,7 @@ std::optional<reservation> remembered(soci::session& sql, const record_key& key,
     long long at = now;
     sql << remembered_sql, soci::use(k, "k"), soci::use(at, "now"), soci::into(stored);
     if (!sql.got_data()) return std::nullopt;
-    if (stored.size() != fingerprint_digest_bytes) corrupt(key, "its tombstone's fingerprint is malformed");
-    if (stored != fingerprint_digest(fingerprint)) return reservation::fingerprint_mismatch();
-    return reservation::expired();
+    return tombstone_answer(key, stored, fingerprint);
 }
 
 void remember(soci::session& sql, const record_key& key, std::string_view fingerprint, std::int64_t forget_at) {
@@ -258,13 +271,29 @@ bool release(soci::session& sql, const record_key& key, std::string_view token, 
 }
 
 record_lookup look_up(soci::session& sql, const record_key& key, std::string_view fingerprint, std::int64_t now) {
-    std::optional<row> found = read_row(sql, key, false);
-    if (found && found->live(now)) {
-        reservation answer = found->decide(key, fingerprint);
-        if (answer.status == reservation_status::in_flight) return {record_lookup::found::reserve, {}};
-        return {record_lookup::found::answer, std::move(answer)};
+    const std::string k = bytes(record_id(key.digest()));
+    long long at = now;
+    row r;
+    std::string tombstone;
+    soci::indicator state_null = soci::i_null, token_null = soci::i_null, fingerprint_null = soci::i_null,
+                    expires_null = soci::i_null, tombstone_null = soci::i_null;
+    sql << look_up_sql, soci::use(k, "k"), soci::use(k, "k2"), soci::use(at, "now"), soci::into(r.state, state_null),
+        soci::into(r.token, token_null), soci::into(r.fingerprint, fingerprint_null),
+        soci::into(r.payload, r.payload_null), soci::into(r.expires_at, expires_null),
+        soci::into(tombstone, tombstone_null);
+    const bool found = state_null == soci::i_ok;
+    if (found) {
+        if (token_null != soci::i_ok) r.token.clear();
+        if (fingerprint_null != soci::i_ok) r.fingerprint.clear();
+        if (r.live(now)) {
+            reservation answer = r.decide(key, fingerprint);
+            if (answer.status == reservation_status::in_flight) return {record_lookup::found::reserve, {}};
+            return {record_lookup::found::answer, std::move(answer)};
+        }
     }
-    if (auto answer = remembered(sql, key, fingerprint, now)) return {record_lookup::found::answer, std::move(*answer)};
+    // Absent or expired: a live tombstone answers.
+    if (tombstone_null == soci::i_ok)
+        return {record_lookup::found::answer, tombstone_answer(key, tombstone, fingerprint)};
     // Absent: the work may run; expired: to take over.
     return {found ? record_lookup::found::reserve : record_lookup::found::nothing, {}};
 }
