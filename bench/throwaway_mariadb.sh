@@ -17,7 +17,7 @@ start_mariadb() {
   mariadb_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   # root without a password over TCP (not Debian's unix-socket login, which
   # ties it to the system user root); native AIO off, as the server below.
-  mariadb_as_server mariadb-install-db --no-defaults --datadir="$mariadb_dir/data" \
+  mariadb_as_server mariadb-install-db --no-defaults --datadir="$mariadb_dir/data" --tmpdir="$mariadb_dir" \
     --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve --innodb-use-native-aio=0 \
     >"$mariadb_dir/install.log" 2>&1
   # --no-defaults first: no my.cnf of this machine's applies. InnoDB's own I/O

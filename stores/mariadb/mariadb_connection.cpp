@@ -4,6 +4,7 @@
 #include <soci/session.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "idem/error.hpp"
@@ -39,25 +40,33 @@ bool connection_gone(unsigned code) noexcept {
 }
 
 // MariaDB names no isolation level in START TRANSACTION: the level of the
-// next transaction is set by a statement of its own before it.
+// next transaction is set by a statement of its own before it, unless the
+// session's own level (@@tx_isolation) is already the one wanted.
+struct level_names {
+    isolation_level level;
+    const char* set_transaction;
+    const char* variable;
+};
+constexpr level_names levels[] = {
+    {isolation_level::read_committed, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", "READ-COMMITTED"},
+    {isolation_level::repeatable_read, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", "REPEATABLE-READ"},
+    {isolation_level::serializable, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "SERIALIZABLE"},
+};
+
 std::string isolation_sql(isolation_level level) {
-    switch (level) {
-        case isolation_level::read_committed: return "SET TRANSACTION ISOLATION LEVEL READ COMMITTED";
-        case isolation_level::repeatable_read: return "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ";
-        case isolation_level::serializable: return "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE";
-        case isolation_level::database_default: break;
-    }
-    return {};
+    for (const level_names& l : levels)
+        if (l.level == level) return l.set_transaction;
+    return {};  // database_default
 }
 
-// Control statements through SOCI, the level first when the options name one.
+// Control statements through SOCI, the level first when the session is not at it.
 class mariadb_connection final : public sql_connection {
 public:
     mariadb_connection(soci::session& session, std::string isolation)
         : session_(session), isolation_(std::move(isolation)) {}
 
     void begin() override {
-        if (!isolation_.empty()) execute(isolation_, "SET TRANSACTION");
+        if (!isolation_.empty() && !session_at_level()) execute(isolation_, "SET TRANSACTION");
         execute(begin_, "START TRANSACTION");
     }
     void commit() override { execute("COMMIT", "COMMIT"); }
@@ -77,9 +86,30 @@ public:
     [[nodiscard]] bool broken() noexcept override { return broken_; }
 
 private:
+    // Whether the session's own level is the one every transaction here wants,
+    // read once: idem opens its sessions at READ COMMITTED, the level a unit of
+    // work names by default, and then each transaction is one round trip
+    // shorter. An application's session lent to idem (database::borrow) is read
+    // when lent; one whose level changes while lent keeps the level it had.
+    bool session_at_level() {
+        if (!at_level_) {
+            std::string level;
+            try {
+                session_ << "SELECT @@tx_isolation", soci::into(level);
+            } catch (...) {
+                rethrow_soci_as_store_error("reading the isolation level", &session_);
+            }
+            at_level_ = false;
+            for (const level_names& l : levels)
+                if (isolation_ == l.set_transaction) at_level_ = level == l.variable;
+        }
+        return *at_level_;
+    }
+
     soci::session& session_;
     std::string isolation_;
     bool broken_ = false;
+    std::optional<bool> at_level_;
     const std::string begin_ = "START TRANSACTION";
 };
 
