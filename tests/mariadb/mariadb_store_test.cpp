@@ -18,6 +18,7 @@
 #include "idem/error.hpp"
 #include "idem/mariadb_store.hpp"
 #include "idem/outbox_relay.hpp"
+#include "idem/transaction_runner.hpp"
 #include "mariadb_server.hpp"
 
 namespace {
@@ -54,6 +55,34 @@ TEST_CASE("mariadb: idem's tables and sessions do not take the server's latin1 a
         CHECK(isolation == "READ-COMMITTED");
         CHECK(collation == "utf8mb4_nopad_bin");
     });
+    // Units of work at that level send no SET TRANSACTION (the session is at it); one at another
+    // level does, and runs at the level it asked for.
+    idem::database one = idem::database::open(scratch.connection(), {.pool_size = 1});
+    const auto set_statements = [&] {
+        return one.read([](soci::session& sql) {
+            std::string name;
+            long long n = -1;
+            sql << "SHOW SESSION STATUS LIKE 'Com_set_option'", soci::into(name), soci::into(n);
+            return n;
+        });
+    };
+    const long long before = set_statements();
+    for (int i = 0; i < 10; ++i) one.transact([](idem::unit_of_work& uow) { uow.sql() << "SELECT 1"; });
+    CHECK(set_statements() == before);
+    soci::session own;
+    idem::open_mariadb_session(own, scratch.connection());
+    idem::transaction_runner serial(own, {.isolation = idem::isolation_level::serializable});
+    for (int i = 0; i < 2; ++i) {
+        std::string level;
+        long long rows = 0;
+        serial.run([&](idem::unit_of_work& uow) {
+            uow.sql() << "SELECT COUNT(*) FROM idem_records", soci::into(rows);
+            uow.sql() << "SELECT trx_isolation_level FROM information_schema.innodb_trx WHERE trx_mysql_thread_id = "
+                         "CONNECTION_ID()",
+                soci::into(level);
+        });
+        CHECK(level == "SERIALIZABLE");
+    }
 }
 
 TEST_CASE("mariadb: tenants abc, ABC and 'abc ' are three records; ordering keys a and 'a ' two queues") {
