@@ -283,9 +283,8 @@ mariadb_server::mariadb_server(mariadb_settings settings)
     // Its own --tmpdir: the bootstrap server's temporary tables have the same names in every
     // instance, so installs running at once (tests in parallel) would delete each other's in /tmp.
     run_as_server_user({IDEM_MARIADB_INSTALL_DB, "--no-defaults", "--datadir=" + (server_.dir() / "data").string(),
-                        "--tmpdir=" + server_.dir().string(),
-                        "--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
-                        "--innodb-use-native-aio=0"},
+                        "--tmpdir=" + server_.dir().string(), "--auth-root-authentication-method=normal",
+                        "--skip-test-db", "--skip-name-resolve", "--innodb-use-native-aio=0"},
                        server_.dir(), "install-db.log");
     start();
     execute(connect(address("")).get(), "CREATE DATABASE " + quoted_name(default_database));
