@@ -8,15 +8,15 @@
 
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 #include <thread>
-
-#include "child_process.hpp"
 
 namespace idem::test {
 namespace {
@@ -24,7 +24,31 @@ namespace {
 // One message: an op ('+' watch, '-' forget) and a process group id.
 constexpr std::size_t message_size = 1 + sizeof(std::int32_t);
 
-[[noreturn]] void run_watchdog(int channel, const std::filesystem::path& dir) {
+// The watchdog is forked from a process that runs threads, so until it execs it
+// makes system calls only: a thread of the test may have held an allocator's
+// lock at the fork (AddressSanitizer's is not released in the child), and a
+// child that allocates would wait on it forever. Fixed buffers, /proc read
+// raw, and the folder removed by exec'ing rm.
+
+// A group's leader that exited (a zombie whose parent died with the test) or no longer exists.
+bool leader_gone(pid_t pid) {
+    std::array<char, 32> path{"/proc/"};
+    char* end = std::to_chars(path.data() + 6, path.data() + path.size() - 6, pid).ptr;
+    std::memcpy(end, "/stat", 6);
+    const int fd = open(path.data(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    std::array<char, 512> line{};
+    const ssize_t n = read(fd, line.data(), line.size());
+    close(fd);
+    if (n <= 0) return true;
+    // The command name may hold spaces and parentheses: the state follows the last ')'.
+    const auto* close_paren = static_cast<const char*>(memrchr(line.data(), ')', static_cast<std::size_t>(n)));
+    if (close_paren == nullptr || close_paren + 2 >= line.data() + n) return true;
+    const char state = close_paren[2];
+    return state == 'Z' || state == 'X';
+}
+
+[[noreturn]] void run_watchdog(int channel, const char* dir) {
     setsid();  // outside the test's process group, so a group kill leaves it to clean up
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_IGN);
     if (channel < 3) channel = fcntl(channel, F_DUPFD, 3);
@@ -55,10 +79,11 @@ constexpr std::size_t message_size = 1 + sizeof(std::int32_t);
     for (std::size_t i = 0; i < count; ++i) kill(-groups[i], SIGKILL);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     for (std::size_t i = 0; i < count; ++i)
-        while (!process_gone(groups[i]) && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
+        while (!leader_gone(groups[i]) && std::chrono::steady_clock::now() < deadline) {
+            const timespec pause{0, 5'000'000};
+            nanosleep(&pause, nullptr);
+        }
+    execl("/bin/rm", "rm", "-rf", "--", dir, static_cast<char*>(nullptr));
     _exit(0);
 }
 
@@ -75,15 +100,24 @@ watchdog::watchdog(std::filesystem::path dir) {
         close(ends[1]);
         throw std::system_error(saved, std::generic_category(), "fork");
     }
-    if (pid_ == 0) run_watchdog(ends[1], dir);
+    if (pid_ == 0) run_watchdog(ends[1], dir.c_str());
     close(ends[1]);
     socket_ = ends[0];
 }
 
 watchdog::~watchdog() {
     close(socket_);
+    // It ends within its 5 s for the groups; a watchdog that does not is killed, never waited on forever.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     int status = 0;
-    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            kill(pid_, SIGKILL);
+            while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+            }
+            return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
 }
 
