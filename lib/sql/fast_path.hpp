@@ -1,7 +1,8 @@
 // The part of a runner's transaction internals (sql_transaction.hpp) that lets
 // a dialect whose connection can finish a transaction in one round trip (the
-// PostgreSQL store's, through libpq pipelines) save the round trips of
-// idem::database::once().
+// PostgreSQL store's, through libpq pipelines; the MariaDB store's, with
+// requests sent ahead of their answers and a compound statement) save the
+// round trips of idem::database::once().
 //
 // There the executor opens the transaction itself, so the runner can hold
 // BEGIN back until the store's first statement (the reserve), which sends both

@@ -5,11 +5,15 @@
 
 #include <memory>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <string>
 
 #include "idem/error.hpp"
+#include "mariadb_deferred.hpp"
 #include "mariadb_mapping_sql.hpp"
 #include "mariadb_native.hpp"
+#include "mariadb_pipeline.hpp"
 #include "mariadb_statements.hpp"
 #include "sql/soci_errors.hpp"
 #include "sql/sql_connection.hpp"
@@ -59,7 +63,8 @@ std::string isolation_sql(isolation_level level) {
     return {};  // database_default
 }
 
-// Control statements through SOCI, the level first when the session is not at it.
+// Control statements through SOCI, the level first when the session is not at
+// it; and the fast path's writes (fast_path.hpp) with COMMIT in one compound statement.
 class mariadb_connection final : public sql_connection {
 public:
     mariadb_connection(soci::session& session, std::string isolation)
@@ -84,6 +89,43 @@ public:
     [[nodiscard]] const std::string& begin_sql() const noexcept override { return begin_; }
     // A ROLLBACK (or another control statement) found the connection gone.
     [[nodiscard]] bool broken() noexcept override { return broken_; }
+
+    // The fast path once the session's level is known (a transaction on this
+    // connection began the slow way and read it), so that the held-back BEGIN
+    // is START TRANSACTION alone.
+    [[nodiscard]] bool can_finish() const noexcept override { return isolation_.empty() || at_level_ == true; }
+
+    // The deferred writes, and COMMIT after them when `then_commit`, in one
+    // compound statement (BEGIN NOT ATOMIC … END, one request): the server ends
+    // it at the first statement that fails, so a write refused (a duplicate
+    // key: the record taken meanwhile; a lock wait) leaves the transaction open
+    // and uncommitted, for the runner to roll back. A connection lost meanwhile
+    // is connection_lost, which the runner takes for a COMMIT in doubt.
+    void finish(std::span<const std::unique_ptr<deferred_statement>> statements, bool then_commit) override {
+        if (statements.empty()) {
+            if (then_commit) commit();
+            return;
+        }
+        std::string body;
+        const mariadb::deferred_write* first = nullptr;
+        for (const std::unique_ptr<deferred_statement>& s : statements) {
+            const auto* write = dynamic_cast<const mariadb::deferred_write*>(s.get());
+            if (write == nullptr)  // MariaDB's outbox SQL has no insert_at_commit: nothing else defers
+                throw std::logic_error("idem: a statement MariaDB's connection cannot send was deferred");
+            if (first == nullptr) first = write;
+            for (const std::string& statement : write->statements) body += statement + "; ";
+        }
+        if (then_commit) body += "COMMIT; ";
+        const std::string block = "BEGIN NOT ATOMIC " + body + "END";
+        mariadb::pipeline p(mariadb::native_handle(session_), {block});
+        if (const unsigned code = p.error(); code != 0) {
+            broken_ = broken_ || connection_gone(code);
+            // Only the record's INSERT can meet a duplicate: the tombstone's updates one.
+            if (code == duplicate_key && first != nullptr && !first->lost_race.empty())
+                throw store_error(store_failure::lost_race, first->lost_race, std::to_string(code));
+            mariadb::raise(code, p.message(), std::string(first->what) + (then_commit ? ", then COMMIT" : ""));
+        }
+    }
 
 private:
     // Whether the session's own level is the one every transaction here wants,

@@ -4,12 +4,15 @@
 #include <soci/soci.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <string>
 
 #include "internal/crypto.hpp"
 #include "internal/saturating_time.hpp"
+#include "mariadb_native.hpp"
+#include "mariadb_pipeline.hpp"
 #include "sql/unnamed_statement.hpp"
 
 namespace idem::detail::mariadb {
@@ -46,14 +49,22 @@ constexpr const char* remembered_sql =
 // The one-statement form's lookup: the row and the key's live tombstone in one
 // round trip (a fresh key has neither, and would otherwise cost a second read).
 // The one-row table on the left answers even when the key has no row.
-constexpr const char* look_up_sql =
-    "SELECT r.state, r.token, r.fingerprint, r.payload, r.expires_at, t.fingerprint "
-    "FROM (SELECT 1) AS answer "
-    "LEFT JOIN idem_records r ON r.key_hash = :k "
-    "LEFT JOIN idem_tombstones t ON t.key_hash = :k2 AND t.forget_at > :now";
+// Sent natively, its values inlined, so that a held-back START TRANSACTION can
+// go out ahead of it (mariadb_pipeline.hpp).
+std::string look_up_sql(const std::string& k, std::int64_t now) {
+    const std::string key = hex_literal(k);
+    return "SELECT r.state, r.token, r.fingerprint, r.payload, r.expires_at, t.fingerprint "
+           "FROM (SELECT 1) AS answer "
+           "LEFT JOIN idem_records r ON r.key_hash = " +
+           key + " LEFT JOIN idem_tombstones t ON t.key_hash = " + key + " AND t.forget_at > " + std::to_string(now);
+}
 
 std::string bytes(std::span<const std::byte> b) {
     return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+std::string lost_race(const record_key& key) {
+    return "idem: a concurrent transaction committed the record " + key.key_hash() + " first";
 }
 
 [[noreturn]] void corrupt(const record_key& key, const char* why) {
@@ -270,21 +281,37 @@ bool release(soci::session& sql, const record_key& key, std::string_view token, 
     return st.get_affected_rows() == 1;
 }
 
-record_lookup look_up(soci::session& sql, const record_key& key, std::string_view fingerprint, std::int64_t now) {
-    const std::string k = bytes(record_id(key.digest()));
-    long long at = now;
-    row r;
-    std::string tombstone;
-    soci::indicator state_null = soci::i_null, token_null = soci::i_null, fingerprint_null = soci::i_null,
-                    expires_null = soci::i_null, tombstone_null = soci::i_null;
-    sql << look_up_sql, soci::use(k, "k"), soci::use(k, "k2"), soci::use(at, "now"), soci::into(r.state, state_null),
-        soci::into(r.token, token_null), soci::into(r.fingerprint, fingerprint_null),
-        soci::into(r.payload, r.payload_null), soci::into(r.expires_at, expires_null),
-        soci::into(tombstone, tombstone_null);
-    const bool found = state_null == soci::i_ok;
+record_lookup look_up(soci::session& sql, const record_key& key, std::string_view fingerprint, std::int64_t now,
+                      const char* begin) {
+    const std::string select = look_up_sql(bytes(record_id(key.digest())), now);
+    // A START TRANSACTION that failed fails the read: the read ran outside a
+    // transaction, and its answer is dropped.
+    pipeline p(native_handle(sql), begin != nullptr ? std::initializer_list<std::string_view>{begin, select}
+                                                    : std::initializer_list<std::string_view>{select});
+    if (begin != nullptr) {
+        if (p.error() != 0) raise(p.error(), p.message(), "START TRANSACTION");
+        p.next();
+    }
+    if (p.error() != 0) raise(p.error(), p.message(), "reading a record");
+    const MYSQL_ROW values = p.rows() != nullptr ? mysql_fetch_row(p.rows()) : nullptr;
+    if (values == nullptr) throw store_error(store_failure::other, "idem: reading a record returned no row");
+    const unsigned long* lengths = mysql_fetch_lengths(p.rows());
+    const auto text = [&](int i) { return std::string(values[i], lengths[i]); };
+    const auto number = [&](int i, auto& out) {
+        if (std::from_chars(values[i], values[i] + lengths[i], out).ec != std::errc())
+            corrupt(key, "a number is not one");
+    };
+    const bool found = values[0] != nullptr;
     if (found) {
-        if (token_null != soci::i_ok) r.token.clear();
-        if (fingerprint_null != soci::i_ok) r.fingerprint.clear();
+        row r;
+        number(0, r.state);
+        if (values[1] != nullptr) r.token = text(1);
+        if (values[2] != nullptr) r.fingerprint = text(2);
+        if (values[3] != nullptr) {
+            r.payload = text(3);
+            r.payload_null = soci::i_ok;
+        }
+        if (values[4] != nullptr) number(4, r.expires_at);
         if (r.live(now)) {
             reservation answer = r.decide(key, fingerprint);
             if (answer.status == reservation_status::in_flight) return {record_lookup::found::reserve, {}};
@@ -292,8 +319,7 @@ record_lookup look_up(soci::session& sql, const record_key& key, std::string_vie
         }
     }
     // Absent or expired: a live tombstone answers.
-    if (tombstone_null == soci::i_ok)
-        return {record_lookup::found::answer, tombstone_answer(key, tombstone, fingerprint)};
+    if (values[5] != nullptr) return {record_lookup::found::answer, tombstone_answer(key, text(5), fingerprint)};
     // Absent: the work may run; expired: to take over.
     return {found ? record_lookup::found::reserve : record_lookup::found::nothing, {}};
 }
@@ -305,10 +331,32 @@ void insert(soci::session& sql, const record_key& key, std::string_view fingerpr
         w.insert(sql);
     } catch (const soci::mysql_soci_error& e) {
         if (e.err_num_ != duplicate_key) throw;
-        throw store_error(store_failure::lost_race,
-                          "idem: a concurrent transaction committed the record " + key.key_hash() + " first", "1062");
+        throw store_error(store_failure::lost_race, lost_race(key), "1062");
     }
     if (forget_at) remember(sql, key, fingerprint, *forget_at);
+}
+
+std::unique_ptr<deferred_write> insert_at_commit(const record_key& key, std::string_view fingerprint,
+                                                 std::string_view token, std::optional<std::string_view> payload,
+                                                 record_times t, std::optional<std::int64_t> forget_at) {
+    if (payload && payload->size() >= deferred_payload_limit)
+        throw std::logic_error("idem: a result this large is inserted the ordinary way");
+    const written w(key, fingerprint, token, payload ? 1 : 0, payload, t);
+    const std::string k = hex_literal(w.k);
+    auto out = std::make_unique<deferred_write>();
+    out->what = "inserting a record";
+    out->lost_race = lost_race(key);
+    out->statements.push_back(std::string("INSERT INTO idem_records (") + columns + ") VALUES (" + k + ", " +
+                              hex_literal(w.ns) + ", " + hex_literal(w.fp) + ", " + hex_literal(w.token) + ", " +
+                              std::to_string(w.state) + ", " + (payload ? hex_literal(w.payload) : "NULL") + ", " +
+                              std::to_string(w.expires) + ", " + std::to_string(w.now) + ", " + hex_literal(w.scope) +
+                              ")");
+    if (forget_at)
+        out->statements.push_back("INSERT INTO idem_tombstones (key_hash, fingerprint, forget_at) VALUES (" + k + ", " +
+                                  hex_literal(fingerprint_digest(fingerprint)) + ", " + std::to_string(*forget_at) +
+                                  ") ON DUPLICATE KEY UPDATE fingerprint = VALUES(fingerprint), "
+                                  "forget_at = VALUES(forget_at)");
+    return out;
 }
 
 std::size_t purge(soci::session& sql, std::int64_t cutoff, std::size_t limit) {

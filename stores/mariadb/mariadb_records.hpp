@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "idem/record_store.hpp"
 #include "idem/store_admin.hpp"
 #include "idem/transactional_record_store.hpp"
+#include "mariadb_deferred.hpp"
 #include "sql/record_id.hpp"
 #include "sql/record_times.hpp"
 
@@ -35,10 +37,21 @@ namespace idem::detail::mariadb {
 // The one-statement form (transactional_record_store::look_up): a plain read
 // of what is committed; the record inserted before COMMIT decides between
 // duplicates (a second one fails on the primary key: store_error(lost_race)).
+// `begin`, when not null, is the transaction's held-back START TRANSACTION:
+// sent ahead of the read, both answers read after (mariadb_pipeline.hpp).
 [[nodiscard]] record_lookup look_up(soci::session& sql, const record_key& key, std::string_view fingerprint,
-                                    std::int64_t now);
+                                    std::int64_t now, const char* begin);
 void insert(soci::session& sql, const record_key& key, std::string_view fingerprint, std::string_view token,
             std::optional<std::string_view> payload, record_times t, std::optional<std::int64_t> forget_at);
+// The same insert, its statements left for the runner to send with COMMIT,
+// their values inlined as hexadecimal literals: for results below
+// `deferred_payload_limit` (a larger one goes the ordinary way, measured
+// against max_allowed_packet, its round trip small beside its transfer).
+constexpr std::size_t deferred_payload_limit = 64 * 1024;
+[[nodiscard]] std::unique_ptr<deferred_write> insert_at_commit(const record_key& key, std::string_view fingerprint,
+                                                               std::string_view token,
+                                                               std::optional<std::string_view> payload, record_times t,
+                                                               std::optional<std::int64_t> forget_at);
 // Deletes up to `limit` rows expired by `cutoff`, then tombstones whose window
 // ended by then, passing over rows other transactions hold; returns how many.
 [[nodiscard]] std::size_t purge(soci::session& sql, std::int64_t cutoff, std::size_t limit);

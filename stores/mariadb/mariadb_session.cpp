@@ -102,7 +102,7 @@ std::string detail::mariadb::soci_connection_string(std::string_view url) {
         if (name != "unix_socket" && name != "connect_timeout" && name != "read_timeout" && name != "write_timeout" &&
             name != "sslca" && name != "sslcert" && name != "sslkey")
             malformed("has an unknown parameter (" + std::string(name.substr(0, 20)) + ")");
-        text += " " + std::string(name) + "=" + quoted(decoded(pair.substr(equals + 1)));
+        text.append(" ").append(name).append("=").append(quoted(decoded(pair.substr(equals + 1))));
     }
     // Text is utf8mb4 whatever the server's default; a dead server is noticed within the timeouts.
     if (text.find(" connect_timeout=") == std::string::npos) text += " connect_timeout=10";

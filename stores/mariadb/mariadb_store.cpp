@@ -109,15 +109,22 @@ struct IDEM_LOCAL mariadb_store::impl {
     // be MariaDB's and on the store's database: a record written elsewhere
     // would commit with the wrong data, out of the detached view's sight.
     soci::session& session_of(unit_of_work& tx) {
+        return session_of(tx, [&]() -> soci::session& { return tx.sql(); });
+    }
+    // The same, the session taken by `session` (fast_path: what it sends first):
+    // the check reads no table, and may run before a held-back BEGIN.
+    template <class Session>
+    soci::session& session_of(unit_of_work& tx, Session&& session) {
         if (&tx.internals().dialect() != &mdb::dialect())
             throw std::invalid_argument("idem: the transaction is not a MariaDB transaction");
         std::shared_ptr<void>& checked_slot = tx.internals().connection_cache(id);
+        soci::session& sql = session();
         if (!checked_slot) {
-            if (database_of(tx.sql()) != database)
+            if (database_of(sql) != database)
                 throw std::invalid_argument("idem: the transaction's session is not on the store's database");
             checked_slot = std::make_shared<bool>(true);
         }
-        return tx.sql();
+        return sql;
     }
 
     static std::string database_of(soci::session& session) {
@@ -253,12 +260,29 @@ bool mariadb_store::do_complete_in(unit_of_work& tx, const record_key& key, std:
 }
 
 record_lookup mariadb_store::do_look_up_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint) {
-    return translated(impl_->session_of(tx), "reading a record",
-                      [&](soci::session& sql) { return mdb::look_up(sql, key, fingerprint, impl_->now()); });
+    // In db.once a held-back START TRANSACTION goes out ahead of the lookup: one round trip for both.
+    detail::fast_path& fast = tx.internals();
+    soci::session& sql = impl_->session_of(tx, [&]() -> soci::session& { return fast.store_session(); });
+    const char* begin = fast.held_begin();
+    if (begin != nullptr) fast.begin_sent();  // before it runs: a lookup that fails after it is still rolled back
+    return translated(sql, "reading a record",
+                      [&](soci::session& s) { return mdb::look_up(s, key, fingerprint, impl_->now(), begin); });
 }
 
 void mariadb_store::do_insert_in(unit_of_work& tx, const record_key& key, std::string_view fingerprint,
                                  std::optional<std::string_view> payload, duration span, duration remember) {
+    // The record is the transaction's last statement: in db.once it goes out with
+    // COMMIT, in one compound statement, and a duplicate (the key taken
+    // meanwhile) ends it before the COMMIT.
+    detail::fast_path& fast = tx.internals();
+    if (fast.may_defer() && (!payload || payload->size() < mdb::deferred_payload_limit)) {
+        soci::session& sql = impl_->session_of(tx, [&]() -> soci::session& { return fast.deferring_session(); });
+        fast.defer(translated(sql, "inserting a record", [&](soci::session&) {
+            return mdb::insert_at_commit(key, fingerprint, detail::unheld_token, payload, impl_->times(span),
+                                         impl_->forget_at(remember));
+        }));
+        return;
+    }
     translated(impl_->session_of(tx), "inserting a record", [&](soci::session& sql) {
         mdb::insert(sql, key, fingerprint, detail::unheld_token, payload, impl_->times(span),
                     impl_->forget_at(remember));

@@ -5,8 +5,13 @@
 // failures as typed errors.
 #include <doctest/doctest.h>
 
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <soci/mysql/soci-mysql.h>
 #include <soci/soci.h>
+#include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -197,7 +202,8 @@ TEST_CASE(
         blocked.set_value();
         int waiting = 0;
         for (int i = 0; i < 500 && waiting == 0; ++i) {
-            admin << "SELECT COUNT(*) FROM information_schema.processlist WHERE id = :id AND info = 'COMMIT'",
+            admin << "SELECT COUNT(*) FROM information_schema.processlist WHERE id = :id AND info LIKE '%COMMIT%' "
+                     "AND state LIKE '%backup%'",
                 soci::use(victim_id), soci::into(waiting);
             if (waiting == 0) std::this_thread::sleep_for(10ms);
         }
@@ -260,5 +266,153 @@ TEST_CASE(
         clerk.transact(
             [](idem::unit_of_work& uow) { uow.sql() << "UPDATE accounts SET balance = 3 WHERE id = 'bob'"; });
         CHECK(bob() == 3);
+    }
+}
+
+TEST_CASE(
+    "mariadb: db.once sends its lookup right behind START TRANSACTION and its record with COMMIT in one compound "
+    "statement; a lost race and a failed COMMIT end as they did a statement a round trip") {
+    const idem::test::mariadb_scratch_database scratch(idem::test::shared_mariadb(), "fast_path");
+    const std::string url = scratch.connection();
+    idem::database db = idem::database::open(url, {.pool_size = 1, .attempts = 1});
+    db.migrate();
+    db.transact([](idem::unit_of_work& uow) {
+        uow.sql() << "CREATE TABLE accounts (id VARCHAR(16) PRIMARY KEY, balance BIGINT NOT NULL)";
+        uow.sql() << "CREATE TABLE ledger (id BIGINT AUTO_INCREMENT PRIMARY KEY, amount BIGINT NOT NULL)";
+        uow.sql() << "INSERT INTO accounts VALUES ('alice', 100), ('bob', 0)";
+    });
+    // The bare transfer: three statements, three round trips.
+    const auto transfer = [](idem::unit_of_work& uow) {
+        uow.sql() << "UPDATE accounts SET balance = balance - 1 WHERE id = 'alice'";
+        uow.sql() << "UPDATE accounts SET balance = balance + 1 WHERE id = 'bob'";
+        uow.sql() << "INSERT INTO ledger (amount) VALUES (1)";
+        return std::string("moved 1");
+    };
+    const auto bob = [&] { return count(db, "SELECT balance FROM accounts WHERE id = 'bob'"); };
+    const auto key = [](const char* k) { return idem::record_key("bank.transfer", k); };
+
+    SUBCASE("six requests in five round trips, not seven") {
+        // The requests the session's connection sent: TCP segments with data (each
+        // is far below the MSS, and the client sends with TCP_NODELAY), as the
+        // server's counters (Questions, Com_*) count statements; and the statements
+        // the server ran. START TRANSACTION and the lookup are two requests sent
+        // before either answer is read: one wait.
+        const auto status = [&] {
+            return db.read([](soci::session& sql) {
+                tcp_info info{};
+                socklen_t size = sizeof info;
+                const int socket = static_cast<int>(
+                    mysql_get_socket(static_cast<soci::mysql_session_backend*>(sql.get_backend())->conn_));
+                REQUIRE(getsockopt(socket, IPPROTO_TCP, TCP_INFO, &info, &size) == 0);
+                long long begins = 0, commits = 0, inserts = 0;
+                sql << "SELECT SUM(IF(variable_name = 'COM_BEGIN', variable_value, 0)), "
+                       "SUM(IF(variable_name = 'COM_COMMIT', variable_value, 0)), "
+                       "SUM(IF(variable_name = 'COM_INSERT', variable_value, 0)) "
+                       "FROM information_schema.session_status",
+                    soci::into(begins), soci::into(commits), soci::into(inserts);
+                return std::array<long long, 4>{info.tcpi_data_segs_out, begins, commits, inserts};
+            });
+        };
+        CHECK(db.once(key("warm"), "fp", transfer).value() == "moved 1");  // the connection's first: one each
+        const auto a = status(), b = status();
+        CHECK(db.once(key("fresh"), "fp", transfer).value() == "moved 1");
+        const auto c = status();
+        std::array<long long, 4> once{};
+        for (std::size_t i = 0; i < once.size(); ++i) once[i] = (c[i] - b[i]) - (b[i] - a[i]);
+        MESSAGE("db.once: " << once[0] << " requests, " << once[1] << " START TRANSACTION, " << once[2] << " COMMIT, "
+                            << once[3] << " INSERT");
+        CHECK(once[0] == 6);
+        CHECK(once[1] == 1);
+        CHECK(once[2] == 1);
+        CHECK(once[3] == 2);  // the ledger's and the record's
+        CHECK(bob() == 2);
+        // Replayed: START TRANSACTION and the lookup, then the COMMIT of nothing.
+        CHECK(db.once(key("fresh"), "fp", transfer).status() == idem::execution_status::replayed);
+        CHECK(bob() == 2);
+        // No request carries two statements: the session never took the server's
+        // multi-statement option, so an application's statement on it cannot
+        // smuggle a second one.
+        db.read([](soci::session& sql) {
+            MYSQL* conn = static_cast<soci::mysql_session_backend*>(sql.get_backend())->conn_;
+            const std::string two = "DO 1; DO 2";
+            CHECK(mysql_real_query(conn, two.data(), two.size()) != 0);
+            CHECK(mysql_errno(conn) == 1064);
+        });
+    }
+
+    SUBCASE("a lost race: the duplicate's INSERT ends the compound statement before COMMIT, and the winner answers") {
+        idem::database other = idem::database::open(url);
+        int runs = 0;
+        const auto e = db.once(key("race"), "fp", [&](idem::unit_of_work& uow) {
+            if (runs++ == 0)  // the same key committed first by another connection, after this lookup
+                CHECK(other.once(key("race"), "fp", [&](idem::unit_of_work& u) { return transfer(u) + "!"; }).value() ==
+                      "moved 1!");
+            return transfer(uow);
+        });
+        CHECK(e.status() == idem::execution_status::replayed);
+        CHECK(e.value() == "moved 1!");
+        CHECK(runs == 1);
+        CHECK(bob() == 1);  // the loser's transfer rolled back
+        // The connection took its next statements as it should.
+        CHECK(db.once(key("after"), "fp", transfer).value() == "moved 1");
+        CHECK(bob() == 2);
+    }
+
+    SUBCASE("a COMMIT refused: nothing committed, the connection still good") {
+        // The server holds every COMMIT (BACKUP STAGE BLOCK_COMMIT) and this session
+        // waits 1 s for it: COMMIT answers 1205, after the record's INSERT ran.
+        db.read([](soci::session& sql) { sql << "SET SESSION lock_wait_timeout = 1"; });
+        soci::session admin;
+        idem::open_mariadb_session(admin, url);
+        admin << "BACKUP STAGE START";
+        admin << "BACKUP STAGE BLOCK_COMMIT";
+        try {
+            (void)db.once(key("refused"), "fp", transfer);
+            FAIL("committed while every COMMIT was held");
+        } catch (const idem::store_error& e) {
+            CHECK(e.failure() == idem::store_failure::timeout);
+            CHECK(e.native_code() == "1205");
+            CHECK(e.rolled_back());
+        }
+        admin << "BACKUP STAGE END";
+        CHECK(bob() == 0);
+        CHECK_FALSE(db.admin().inspect(key("refused").digest(), false).has_value());
+        CHECK(db.once(key("refused"), "fp", transfer).value() == "moved 1");
+        CHECK(bob() == 1);
+    }
+
+    SUBCASE("a COMMIT without an answer: in doubt, not run again") {
+        // The compound statement's COMMIT waits (BACKUP STAGE BLOCK_COMMIT) and its connection is killed.
+        const long long victim = db.read([](soci::session& sql) {
+            long long id = 0;
+            sql << "SELECT CONNECTION_ID()", soci::into(id);
+            return id;
+        });
+        soci::session admin;
+        idem::open_mariadb_session(admin, url);
+        admin << "BACKUP STAGE START";
+        admin << "BACKUP STAGE BLOCK_COMMIT";
+        int runs = 0;
+        auto once = std::async(std::launch::async, [&] {
+            return db.once(key("doubt"), "fp", [&](idem::unit_of_work& uow) {
+                ++runs;
+                return transfer(uow);
+            });
+        });
+        int waiting = 0;
+        for (int i = 0; i < 500 && waiting == 0; ++i) {
+            admin << "SELECT COUNT(*) FROM information_schema.processlist WHERE id = :id AND info LIKE '%COMMIT%' "
+                     "AND state LIKE '%backup%'",
+                soci::use(victim), soci::into(waiting);
+            if (waiting == 0) std::this_thread::sleep_for(10ms);
+        }
+        REQUIRE(waiting == 1);
+        admin << "KILL CONNECTION " + std::to_string(victim);
+        CHECK_THROWS_AS(once.get(), idem::transaction_in_doubt);
+        admin << "BACKUP STAGE END";
+        CHECK(runs == 1);
+        const long long after = bob();
+        CHECK((after == 0 || after == 1));
+        MESSAGE("the COMMIT in doubt " << std::string(after == 1 ? "committed" : "rolled back"));
     }
 }
