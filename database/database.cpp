@@ -26,6 +26,8 @@ std::vector<std::string> problems_of(const database_options& o) {
         problems.emplace_back("backoff must be between 0 and 1m");
     if (o.max_message_bytes < 1 || o.max_message_bytes > 64 * 1024 * 1024)
         problems.emplace_back("max_message_bytes must be between 1 and 64 MiB");
+    if (o.answer_timeout < std::chrono::milliseconds(0) || o.answer_timeout > std::chrono::hours(24))
+        problems.emplace_back("answer_timeout must be between 0 and 24h");
     return problems;
 }
 
@@ -42,7 +44,8 @@ struct IDEM_LOCAL database::impl {
     transaction_options session_options{.isolation = isolation_level::read_committed,
                                         .transaction_pooler = options.transaction_pooler,
                                         .telemetry = options.telemetry,
-                                        .max_message_bytes = options.max_message_bytes};
+                                        .max_message_bytes = options.max_message_bytes,
+                                        .answer_timeout = options.answer_timeout};
     std::unique_ptr<detail::session_pool> pool;
 
     impl(database_url u, database_options o, opened_store s)

@@ -66,6 +66,14 @@ struct database_options {
     // The largest message (payload and headers) unit_of_work::publish accepts:
     // a larger one is message_too_large (idem/outbox.hpp).
     std::size_t max_message_bytes = 256 * 1024;
+    // PostgreSQL and MariaDB: a unit of work whose server has sent nothing for
+    // this long has its connection ended, and fails as on a lost connection
+    // (run again, or transaction_in_doubt after COMMIT). A server stopped or
+    // frozen (SIGSTOP, a paused VM) still acknowledges TCP, so keepalives never
+    // end such a connection (docs/ha.md). A statement that runs this long on a
+    // healthy server, or a unit of work idle this long between statements, is
+    // ended too. Zero: wait for good.
+    std::chrono::milliseconds answer_timeout{30'000};
 };
 
 namespace detail {

@@ -36,6 +36,10 @@ struct IDEM_API postgresql_store_options {
     // (Observe then runs the operation without a record).
     std::chrono::milliseconds lock_timeout = std::chrono::seconds(5);
     std::chrono::milliseconds statement_timeout{0};
+    // A transaction on the store's own connections whose server has sent
+    // nothing for this long has its connection ended (a stopped server, which
+    // keepalives never find: docs/ha.md); zero waits for good.
+    std::chrono::milliseconds answer_timeout = std::chrono::seconds(30);
     // Behind a pooler in transaction mode (PgBouncer pool_mode=transaction), where
     // each transaction may run on another server connection: statements go
     // unnamed (parsed each time, none outlives its transaction) and the store's

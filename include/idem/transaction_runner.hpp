@@ -12,6 +12,8 @@
 // Nesting, errors and states: docs/database.md#the-transaction-runner.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +47,12 @@ struct IDEM_API transaction_options {
     std::shared_ptr<telemetry_sink> telemetry = nullptr;
     // The largest message (payload and headers) unit_of_work::publish accepts.
     std::size_t max_message_bytes = 256 * 1024;
+    // PostgreSQL and MariaDB: a transaction whose server has sent nothing for
+    // this long has its connection ended, as a lost one: a server stopped or
+    // frozen (it still acknowledges TCP, so keepalives never end it), a
+    // statement that runs that long, a transaction idle that long between
+    // statements. Zero: waits for good.
+    std::chrono::milliseconds answer_timeout{0};
 };
 
 class IDEM_API transaction_runner {

@@ -34,6 +34,9 @@ public:
     [[nodiscard]] virtual bool can_finish() const noexcept { return false; }
     // The connection is gone: the server ends its open transaction by itself.
     [[nodiscard]] virtual bool broken() noexcept { return false; }
+    // The connection's socket to its server, watched while a transaction is
+    // open (answer_watch.hpp); -1 when it has none (SQLite).
+    [[nodiscard]] virtual int socket() noexcept { return -1; }
 };
 
 // Control statements through SOCI itself, for a dialect without a connection of its own.

@@ -9,6 +9,7 @@
 
 #include "idem/detail/unit_state.hpp"
 #include "idem/error.hpp"
+#include "sql/answer_watch.hpp"
 #include "sql/open_transactions.hpp"
 #include "sql/sql_connection.hpp"
 #include "sql/sql_dialect.hpp"
@@ -80,6 +81,7 @@ public:
           telemetry_(options.telemetry ? options.telemetry : null_sink()),
           keeps_statements_(!options.transaction_pooler),
           max_message_bytes_(options.max_message_bytes),
+          answer_timeout_(options.answer_timeout),
           isolation_(options.isolation) {}
 
     // Only reachable when the runner dies inside run() (exit() called from the
@@ -145,7 +147,16 @@ public:
     void begin(bool fast) {
         open_on_this_thread.units.reserve(open_on_this_thread.units.size() + 1);  // close() must not allocate
         fast_ = fast && connection_->can_finish();
-        if (!fast_) connection_->begin();
+        // Watched from its first statement (BEGIN itself may meet a stopped server) to its end.
+        watched_ = detail::answer_watch::watch(connection_->socket(), answer_timeout_);
+        if (!fast_) {
+            try {
+                connection_->begin();
+            } catch (...) {
+                watched_ = {};
+                throw;
+            }
+        }
         open_on_this_thread.units.push_back(this);
         stage_ = fast_ ? stage::begin_held : stage::active;
         depth_ = 0;
@@ -310,6 +321,7 @@ private:
 
     // `ended`: committed, rolled_back or in_doubt.
     void close(stage ended) noexcept {
+        watched_ = {};
         if (!open_units_gone) std::erase(open_on_this_thread.units, this);
         stage_ = ended;
         depth_ = 0;
@@ -340,12 +352,14 @@ private:
     soci::session& session_;
     const detail::sql_dialect& dialect_;
     std::unique_ptr<detail::sql_connection> connection_;
+    detail::answer_watch::registration watched_;  // after connection_: ends before its socket can
     std::unordered_map<std::uint64_t, std::shared_ptr<void>> cache_;
     std::vector<std::unique_ptr<detail::deferred_statement>> deferred_;  // in the order deferred
     std::unique_ptr<detail::unit_state> unit_;  // created on first use, dropped when the transaction ends
     std::shared_ptr<telemetry_sink> telemetry_;
     bool keeps_statements_;
     std::size_t max_message_bytes_;
+    std::chrono::milliseconds answer_timeout_;
     isolation_level isolation_;
     stage stage_ = stage::none;
     bool fast_ = false;  // this transaction may hold BEGIN back and send a statement with COMMIT

@@ -90,6 +90,11 @@ public:
     // A ROLLBACK (or another control statement) found the connection gone.
     [[nodiscard]] bool broken() noexcept override { return broken_; }
 
+    [[nodiscard]] int socket() noexcept override {
+        return session_.get_backend() == nullptr ? -1
+                                                 : static_cast<int>(mysql_get_socket(mariadb::native_handle(session_)));
+    }
+
     // The fast path once the session's level is known (a transaction on this
     // connection began the slow way and read it), so that the held-back BEGIN
     // is START TRANSACTION alone.

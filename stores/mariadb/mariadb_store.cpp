@@ -31,6 +31,7 @@ mariadb_store_options checked(mariadb_store_options options) {
     if (options.connection.empty()) problems.emplace_back("connection is empty");
     if (options.pool_size == 0) problems.emplace_back("pool_size must be positive");
     if (options.lock_wait_timeout.count() < 1) problems.emplace_back("lock_wait_timeout must be at least 1 s");
+    if (options.answer_timeout.count() < 0) problems.emplace_back("answer_timeout must not be negative");
     if (!options.time) problems.emplace_back("time (the clock) is null");
     if (!problems.empty()) throw options_error(std::move(problems));
     (void)mdb::soci_connection_string(options.connection);  // a malformed URL: std::invalid_argument
@@ -41,7 +42,8 @@ mariadb_store_options checked(mariadb_store_options options) {
 struct pooled_connection {
     explicit pooled_connection(const mariadb_store_options& options) {
         open_mariadb_session(session, options.connection, options.lock_wait_timeout);
-        runner = std::make_unique<transaction_runner>(session);
+        runner = std::make_unique<transaction_runner>(session,
+                                                      transaction_options{.answer_timeout = options.answer_timeout});
     }
     soci::session session;
     std::unique_ptr<transaction_runner> runner;  // declared after the session: dies first

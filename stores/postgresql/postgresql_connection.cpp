@@ -80,6 +80,10 @@ public:
         return session_.get_backend() == nullptr || pg::broken(pg::native_handle(session_));
     }
 
+    [[nodiscard]] int socket() noexcept override {
+        return session_.get_backend() == nullptr ? -1 : PQsocket(pg::native_handle(session_));
+    }
+
 private:
     PGconn* conn() { return pg::native_handle(session_); }
 

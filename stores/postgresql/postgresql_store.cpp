@@ -4,6 +4,7 @@
 
 #include "idem/purge.hpp"
 #include "postgresql_pool.hpp"
+#include "sql/answer_watch.hpp"
 #include "sql/migrations.hpp"
 #include "sql/sql_transaction.hpp"
 
@@ -25,6 +26,7 @@ postgresql_store_options checked(postgresql_store_options options) {
     if (options.pool_size == 0) problems.emplace_back("pool_size must be positive");
     if (options.lock_timeout.count() < 0) problems.emplace_back("lock_timeout is negative");
     if (options.statement_timeout.count() < 0) problems.emplace_back("statement_timeout is negative");
+    if (options.answer_timeout.count() < 0) problems.emplace_back("answer_timeout is negative");
     if (!problems.empty()) throw options_error(std::move(problems));
     return options;
 }
@@ -44,6 +46,7 @@ struct IDEM_LOCAL postgresql_store::impl {
     template <class Work>
     auto detached(Work&& work) {
         auto c = pool->acquire();
+        const auto watched = detail::answer_watch::watch(PQsocket(c->statements->conn()), options.answer_timeout);
         return work(*c->statements);
     }
 

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -114,6 +115,108 @@ TEST_CASE("PostgreSQL: connections find a dead peer in seconds unless the URL sa
         CHECK(setting_of(uow.sql(), "tcp_user_timeout") == "0");
         CHECK(setting_of(uow.sql(), "keepalives_count") == "3");
     });
+}
+
+TEST_CASE("PostgreSQL: a server silent past answer_timeout (stopped by SIGSTOP) ends the unit of work's connection") {
+    // A stopped server's kernel still acknowledges TCP and answers keepalive
+    // probes: without the watch a unit of work would wait on it for good.
+    postgres_server server;
+    constexpr auto bound = 2s;
+    idem::database db =
+        idem::database::open(server.conninfo(), {.pool_size = 1, .attempts = 1, .answer_timeout = bound});
+    db.migrate();
+    db.transact([](idem::unit_of_work& uow) { uow.sql() << "CREATE TABLE moves (id BIGINT PRIMARY KEY)"; });
+    const auto moves = [&] {
+        return db.transact([](idem::unit_of_work& uow) {
+            long long n = 0;
+            uow.sql() << "SELECT COUNT(*) FROM moves", soci::into(n);
+            return n;
+        });
+    };
+    // Runs `call` with the server stopped (before it starts when `stop_first`;
+    // else the call stops it); returns how long it took, after it threw what
+    // `check` accepts. The server runs again afterwards, whatever happened.
+    const auto stopped = [&](bool stop_first, auto call, auto check) {
+        if (stop_first) server.signal_all(SIGSTOP);
+        const auto start = clock_type::now();
+        auto pending = std::async(std::launch::async, call);
+        const bool ended = pending.wait_for(bound + 10s) == std::future_status::ready;
+        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - start);
+        server.signal_all(SIGCONT);
+        REQUIRE_MESSAGE(ended, "the call still waited on the stopped server " << (bound + 10s).count() << " s later");
+        try {
+            pending.get();
+            FAIL("the call succeeded against a stopped server");
+        } catch (const std::exception& e) {
+            check(e);
+        }
+        return took;
+    };
+
+    SUBCASE("a statement sent: a lost connection, nothing written, the next unit of work on a fresh one") {
+        const auto took = stopped(
+            true, [&] { db.transact([](idem::unit_of_work& uow) { uow.sql() << "INSERT INTO moves VALUES (1)"; }); },
+            [](const std::exception& e) {
+                const auto* lost = dynamic_cast<const idem::error*>(&e);
+                REQUIRE_MESSAGE(lost != nullptr, std::string(e.what()));
+                CHECK(lost->is_connection_lost());
+                CHECK(lost->rolled_back());
+            });
+        MESSAGE("a unit of work on a stopped server ended after " << took.count() << " ms (answer_timeout 2000 ms)");
+        CHECK(took >= bound - 100ms);
+        CHECK(took < bound + 3s);
+        CHECK(moves() == 0);
+    }
+
+    SUBCASE("a COMMIT sent: in doubt, and the retry with the same key runs it at most once") {
+        const auto key = idem::record_key("bank.move", "m-1");
+        int runs = 0;
+        const auto move = [&](idem::unit_of_work& uow, bool stop_before_commit) {
+            ++runs;
+            uow.sql() << "INSERT INTO moves VALUES (1)";
+            // Stopped between the work and the COMMIT that carries the record.
+            if (stop_before_commit) server.signal_all(SIGSTOP);
+            return std::string("moved");
+        };
+        const auto took = stopped(
+            false, [&] { (void)db.once(key, "fp", [&](idem::unit_of_work& uow) { return move(uow, true); }); },
+            [](const std::exception& e) {
+                CHECK_MESSAGE(dynamic_cast<const idem::transaction_in_doubt*>(&e) != nullptr, std::string(e.what()));
+            });
+        MESSAGE("a COMMIT on a stopped server ended in doubt after " << took.count() << " ms");
+        CHECK(took < bound + 3s);
+        // The server, running again, may still take the COMMIT it had received:
+        // the retry replays it then, or runs the work once more.
+        const auto again = db.once(key, "fp", [&](idem::unit_of_work& uow) { return move(uow, false); });
+        CHECK(again.value() == "moved");
+        MESSAGE("after the stop the retry was "
+                << std::string(again.status() == execution_status::replayed ? "replayed" : "executed"));
+        CHECK(runs == (again.status() == execution_status::replayed ? 1 : 2));
+        CHECK(moves() == 1);
+    }
+
+    SUBCASE("a transaction that keeps talking to its server is left alone; one left idle past the bound is ended") {
+        db.transact([&](idem::unit_of_work& uow) {
+            uow.sql() << "INSERT INTO moves VALUES (2)";
+            for (int i = 0; i < 4; ++i) {  // 3 s in all, never 2 s without an answer
+                std::this_thread::sleep_for(750ms);
+                uow.sql() << "SELECT 1";
+            }
+        });
+        CHECK(moves() == 1);
+        try {
+            db.transact([&](idem::unit_of_work& uow) {
+                uow.sql() << "INSERT INTO moves VALUES (3)";
+                std::this_thread::sleep_for(bound + 1s);  // idle in the transaction, the server silent
+                uow.sql() << "INSERT INTO moves VALUES (4)";
+            });
+            FAIL("a transaction idle past answer_timeout went on");
+        } catch (const idem::error& e) {
+            CHECK(e.is_connection_lost());
+            CHECK(e.rolled_back());
+        }
+        CHECK(moves() == 1);
+    }
 }
 
 TEST_CASE("PostgreSQL: the primary made read-only and its standby promoted under load: no call fails or runs twice") {

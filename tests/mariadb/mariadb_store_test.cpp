@@ -7,6 +7,7 @@
 
 #include <linux/tcp.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <soci/mysql/soci-mysql.h>
 #include <soci/soci.h>
 #include <sys/socket.h>
@@ -415,4 +416,34 @@ TEST_CASE(
         CHECK((after == 0 || after == 1));
         MESSAGE("the COMMIT in doubt " << std::string(after == 1 ? "committed" : "rolled back"));
     }
+}
+
+TEST_CASE("mariadb: a server that stops answering (SIGSTOP) ends the waiting unit of work after answer_timeout") {
+    // mariadbd is one process: stopping it stops every connection's thread,
+    // while its kernel still acknowledges TCP.
+    idem::test::mariadb_server server;
+    constexpr auto bound = 2s;
+    idem::database db =
+        idem::database::open(server.connection(), {.pool_size = 1, .attempts = 1, .answer_timeout = bound});
+    db.transact([](idem::unit_of_work& uow) { uow.sql() << "CREATE TABLE moves (id BIGINT PRIMARY KEY)"; });
+    server.process().signal(SIGSTOP);
+    const auto start = std::chrono::steady_clock::now();
+    auto pending = std::async(std::launch::async, [&] {
+        db.transact([](idem::unit_of_work& uow) { uow.sql() << "INSERT INTO moves VALUES (1)"; });
+    });
+    const bool ended = pending.wait_for(bound + 10s) == std::future_status::ready;
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    server.process().signal(SIGCONT);
+    REQUIRE_MESSAGE(ended, "the unit of work still waited on the stopped server 12 s later");
+    try {
+        pending.get();
+        FAIL("the unit of work succeeded against a stopped server");
+    } catch (const idem::error& e) {
+        CHECK(e.is_connection_lost());
+        CHECK(e.rolled_back());
+    }
+    MESSAGE("a unit of work on a stopped server ended after " << took.count() << " ms (answer_timeout 2000 ms)");
+    CHECK(took >= bound - 100ms);
+    CHECK(took < bound + 3s);
+    CHECK(count(db, "SELECT COUNT(*) FROM moves") == 0);
 }

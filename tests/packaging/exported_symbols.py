@@ -60,6 +60,10 @@ ALLOWED = [
     # The statements on the operations in steps' tables (lib/sql/operations_table.hpp)
     # that the completer and the operator's functions in idem_database run.
     (r"^idem::detail::operations_table::", {"libidem_sql"}),
+    # The watch that ends the connections of open transactions whose server fell
+    # silent (lib/sql/answer_watch.hpp): the runner's, and the PostgreSQL
+    # store's own connections'.
+    (r"^idem::detail::answer_watch(::|$)", {"libidem_sql"}),
     # The test-only switch that shows the lost updates the mapped objects' checks prevent.
     (r"^idem::detail::set_concurrency_checks$", {"libidem_sql"}),
     # SHA-1, SHA-256 and hex of libidem's crypto: the Redis store names its Lua scripts by their SHA-1

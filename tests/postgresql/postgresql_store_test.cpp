@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <libpq-fe.h>
+#include <signal.h>
 #include <soci/soci.h>
 
 #include <atomic>
@@ -488,4 +489,30 @@ TEST_CASE("postgresql store: lock and statement timeouts, deadlocks: typed, tran
     two.join();
     CHECK(conflicts == 1);
     CHECK(committed == 1);
+}
+
+TEST_CASE("postgresql store: its own connection to a server that stops answering (SIGSTOP) ends after answer_timeout") {
+    // A stopped server's kernel acknowledges TCP and keepalive probes: only the watch ends the wait.
+    idem::test::postgres_server server;
+    idem::postgresql_store store{{.connection = server.conninfo(), .answer_timeout = 1s}};
+    REQUIRE(store.try_reserve(bank::transfer_key("warm"), bank::fingerprint, 1min).status ==
+            reservation_status::reserved);
+    server.signal_all(SIGSTOP);
+    const auto start = std::chrono::steady_clock::now();
+    auto pending = std::async(std::launch::async, [&] {
+        return store_error_of([&] { (void)store.try_reserve(bank::transfer_key("stopped"), bank::fingerprint, 1min); });
+    });
+    const bool ended = pending.wait_for(11s) == std::future_status::ready;
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    server.signal_all(SIGCONT);
+    REQUIRE_MESSAGE(ended, "the reservation still waited on the stopped server 11 s later");
+    const auto lost = pending.get();
+    CHECK(lost.failure() == store_failure::connection_lost);
+    MESSAGE("the store's own connection to a stopped server ended after " << took.count()
+                                                                          << " ms (answer_timeout 1000 ms)");
+    CHECK(took >= 900ms);
+    CHECK(took < 4s);
+    // Running again: the next call opens a fresh connection.
+    CHECK(store.try_reserve(bank::transfer_key("after"), bank::fingerprint, 1min).status ==
+          reservation_status::reserved);
 }

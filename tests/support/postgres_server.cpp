@@ -1,11 +1,15 @@
 #include "postgres_server.hpp"
 
 #include <libpq-fe.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 
 #include "free_port.hpp"
@@ -72,6 +76,22 @@ postgres_server::postgres_server(standby_of source) : port_(free_loopback_port()
          "-D", (server_.dir() / "data").string(), "-R", "-X", "stream", "--no-sync", "--checkpoint=fast"},
         server_.dir(), "pg_basebackup.log");
     start();
+}
+
+void postgres_server::signal_all(int sig) {
+    const pid_t postmaster = server_.pid();
+    ::kill(postmaster, sig);
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        std::ifstream stat(entry.path() / "stat");
+        std::string line;
+        if (!std::getline(stat, line)) continue;
+        const auto close_paren = line.rfind(')');  // the command name may hold spaces and parentheses
+        if (close_paren == std::string::npos) continue;
+        std::istringstream rest(line.substr(close_paren + 1));
+        char state = 0;
+        pid_t parent = 0;
+        if (rest >> state >> parent && parent == postmaster) ::kill(std::stoi(entry.path().filename()), sig);
+    }
 }
 
 std::string postgres_server::conninfo(std::string_view database) const {

@@ -35,6 +35,10 @@ public:
     [[nodiscard]] int port() const noexcept { return port_; }
     [[nodiscard]] throwaway_server& process() noexcept { return server_; }
 
+    // `sig` (SIGSTOP, SIGCONT) to the postmaster and every process it started
+    // (each backend leads a process group of its own), as when the host freezes.
+    void signal_all(int sig);
+
     // Fast shutdown (SIGINT): open connections get 57P01 and are closed; the data stays.
     void stop();
     // (Re)starts it on the same port and data.

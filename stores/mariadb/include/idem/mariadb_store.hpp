@@ -36,6 +36,10 @@ struct IDEM_API mariadb_store_options {
     // it opens (whole seconds, at least 1): how long a statement waits for a
     // row another transaction holds before error 1205, which reruns the unit of work.
     std::chrono::seconds lock_wait_timeout = std::chrono::seconds(5);
+    // A transaction on the store's own connections whose server has sent
+    // nothing for this long has its connection ended (a stopped server, which
+    // keepalives never find: docs/ha.md); zero waits for good.
+    std::chrono::milliseconds answer_timeout = std::chrono::seconds(30);
     // The clock leases and retentions are counted on (the records' times are
     // this process's, as on SQLite); tests pass a manual one.
     std::shared_ptr<const clock> time = clock::system();
