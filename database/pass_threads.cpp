@@ -42,6 +42,9 @@ void pass_threads::stop() {
     }
     wake_.notify_all();
     for (std::thread& t : ending) t.join();
+    // A pass that ended after the last report is in no report yet: the sink
+    // ends with the figures as they stand once the threads are done.
+    if (!ending.empty() && settings_.report_every.count() != 0) report();
 }
 
 bool pass_threads::running() const {
@@ -61,6 +64,10 @@ void pass_threads::maybe_report() {
         if (now - last_report_ < settings_.report_every) return;
         last_report_ = now;
     }
+    report();
+}
+
+void pass_threads::report() {
     // The figures are read from the database: when that fails, the pass that
     // ran still stands, and the next report reads them again.
     try {

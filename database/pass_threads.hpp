@@ -1,7 +1,7 @@
 // The threads of a background worker on a database (the outbox relay, the
 // completer): each runs one pass after another until stopped, rests when a
 // pass found nothing to do, backs off while the database fails, and reports
-// the worker's figures at most every report_every.
+// the worker's figures at most every report_every, and once more on stop().
 #pragma once
 
 #include <chrono>
@@ -56,6 +56,7 @@ private:
     void loop();
     void passes(const std::function<std::size_t()>& pass);
     void maybe_report();
+    void report();
     void log_failure(std::string_view event, const std::string& what) const;
     // Waits `pause` unless stop() is called meanwhile; false once stopping.
     bool rest(std::chrono::milliseconds pause);

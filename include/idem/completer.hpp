@@ -46,7 +46,8 @@ struct completer_options {
     // What the completer's runs resolve their lease by (execution_options::lease,
     // else its profile's, else the executor's): longer than the operation's longest call.
     execution_options execution = {};
-    // completer_metrics on the telemetry sink this often (0: never).
+    // completer_metrics on the telemetry sink this often, and once more when stop() has
+    // ended the threads, so the sink ends with the final figures (0: never).
     std::chrono::milliseconds report_every{1000};
     std::shared_ptr<telemetry_sink> telemetry = nullptr;
 };

@@ -100,7 +100,8 @@ struct outbox_relay_options {
     std::chrono::milliseconds max_backoff{300000};
     // The wait when nothing is due (and after the database failed).
     std::chrono::milliseconds idle_wait{200};
-    // outbox_metrics on the telemetry sink this often (0: never).
+    // outbox_metrics on the telemetry sink this often, and once more when stop() has
+    // ended the threads, so the sink ends with the final figures (0: never).
     std::chrono::milliseconds report_every{1000};
     std::shared_ptr<telemetry_sink> telemetry = nullptr;
 };
