@@ -42,19 +42,11 @@ using clock_type = std::chrono::steady_clock;
 using idem::execution_status;
 using idem::test::postgres_server;
 
-// One statement through libpq; its first value, if it returns one.
+// One statement; its first value, if it returns one.
 std::optional<std::string> query(const std::string& conninfo, const std::string& sql) {
-    PGconn* conn = PQconnectdb(conninfo.c_str());
-    const std::unique_ptr<PGconn, decltype(&PQfinish)> owner(conn, PQfinish);
-    if (PQstatus(conn) != CONNECTION_OK) throw std::runtime_error(std::string("connect: ") + PQerrorMessage(conn));
-    PGresult* r = PQexec(conn, sql.c_str());
-    const std::unique_ptr<PGresult, decltype(&PQclear)> result(r, PQclear);
-    const auto status = PQresultStatus(r);
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
-        throw std::runtime_error(sql + ": " + PQerrorMessage(conn));
-    if (status == PGRES_TUPLES_OK && PQntuples(r) > 0 && PQgetisnull(r, 0, 0) == 0)
-        return std::string(PQgetvalue(r, 0, 0));
-    return std::nullopt;
+    const auto rows = idem::test::sql_rows(conninfo, sql);
+    if (rows.empty() || rows[0].empty()) return std::nullopt;
+    return rows[0][0];
 }
 
 // The libpq setting `keyword` of the connection under a unit of work's session.

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "free_port.hpp"
+#include "process_tree.hpp"
 
 #ifndef IDEM_POSTGRES_BINDIR
 #define IDEM_POSTGRES_BINDIR "/usr/lib/postgresql/15/bin"
@@ -79,19 +80,24 @@ postgres_server::postgres_server(standby_of source) : port_(free_loopback_port()
 }
 
 void postgres_server::signal_all(int sig) {
-    const pid_t postmaster = server_.pid();
-    ::kill(postmaster, sig);
-    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-        std::ifstream stat(entry.path() / "stat");
-        std::string line;
-        if (!std::getline(stat, line)) continue;
-        const auto close_paren = line.rfind(')');  // the command name may hold spaces and parentheses
-        if (close_paren == std::string::npos) continue;
-        std::istringstream rest(line.substr(close_paren + 1));
-        char state = 0;
-        pid_t parent = 0;
-        if (rest >> state >> parent && parent == postmaster) ::kill(std::stoi(entry.path().filename()), sig);
+    signal_tree(server_.pid(), sig);
+}
+
+std::vector<std::vector<std::string>> sql_rows(const std::string& conninfo, const std::string& sql) {
+    PGconn* conn = PQconnectdb(conninfo.c_str());
+    const std::unique_ptr<PGconn, decltype(&PQfinish)> owner(conn, PQfinish);
+    if (PQstatus(conn) != CONNECTION_OK) throw std::runtime_error(std::string("connect: ") + PQerrorMessage(conn));
+    PGresult* r = PQexec(conn, sql.c_str());
+    const std::unique_ptr<PGresult, decltype(&PQclear)> result(r, PQclear);
+    const auto status = PQresultStatus(r);
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+        throw std::runtime_error(sql + ": " + PQerrorMessage(conn));
+    std::vector<std::vector<std::string>> rows;
+    for (int i = 0; i < PQntuples(r); ++i) {
+        rows.emplace_back();
+        for (int j = 0; j < PQnfields(r); ++j) rows.back().emplace_back(PQgetvalue(r, i, j));
     }
+    return rows;
 }
 
 std::string postgres_server::conninfo(std::string_view database) const {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "throwaway_server.hpp"
 
@@ -52,6 +53,10 @@ private:
     int port_;
     throwaway_server server_;
 };
+
+// The rows of one statement, each value as text (NULL as ""), through a
+// connection of its own; throws std::runtime_error when it cannot connect or the statement fails.
+[[nodiscard]] std::vector<std::vector<std::string>> sql_rows(const std::string& conninfo, const std::string& sql);
 
 // `conninfo` (libpq keywords, with a port= field) with another port, e.g. a tcp_proxy's.
 [[nodiscard]] std::string with_port(const std::string& conninfo, int port);
