@@ -5,12 +5,14 @@
 // the primary frozen (SIGSTOP) past the monitor's health check, then resumed.
 // Four clients run db.once with a fresh key a call, each key retried until it
 // is answered, as a client does after a 503 or a lost answer; each transfer
-// publishes one outbox event, in order per client and block of ten, that a relay delivers the
-// whole time. After each fault: how long until the next write was answered,
+// publishes one outbox event, in order per client and block of ten, that a
+// relay delivers the whole time; a completer finishes payments in steps left
+// half done before the faults. After each fault: how long until the next write was answered,
 // how many attempts failed meanwhile, how many answers were in doubt. At the
 // end, on the last primary: no key ran twice, every answered key is there,
-// every event of an answered key was delivered in order, and no event was
-// delivered for a transfer that is not there (a phantom).
+// every event of an answered key was delivered in order, no event was
+// delivered for a transfer that is not there (a phantom), and each payment's
+// steps ran once.
 #include <doctest/doctest.h>
 
 #include <soci/soci.h>
@@ -31,10 +33,12 @@
 #include <vector>
 
 #include "auto_failover_cluster.hpp"
+#include "idem/completer.hpp"
 #include "idem/database.hpp"
 #include "idem/outbox_relay.hpp"
 #include "postgres_server.hpp"
 #include "recording_sink.hpp"
+#include "steps_bank.hpp"
 
 namespace {
 
@@ -201,6 +205,29 @@ TEST_CASE(
     idem::outbox_relay relay(db, sink, {.batch = 20, .lease = 2000ms, .idle_wait = 5ms, .telemetry = relay_log});
     relay.start();
 
+    // Payments in three steps (hold, a provider's charge, settle) left half done
+    // by requests whose provider did not answer, for a completer to finish
+    // across the switches: the provider answers again from the host's death on.
+    namespace bank = idem::test::steps_bank;
+    bank::create_tables(db);
+    std::atomic<bool> provider_down{true};
+    const auto payment = bank::payment(
+        db,
+        [&](const std::string& point) {
+            if (point == "charging" && provider_down) throw std::runtime_error("the provider did not answer");
+        },
+        1000);  // no compensation: each is finished forwards
+    constexpr int payments = 20;
+    for (int i = 0; i < payments; ++i) CHECK_THROWS((void)bank::pay_with(payment, db, "op" + std::to_string(i), 1));
+    idem::completer completer(db, {payment},
+                              {.batch = 4,
+                               .threads = 2,
+                               .idle_wait = 20ms,
+                               .first_backoff = 100ms,
+                               .max_backoff = 500ms,
+                               .execution = {.lease = 2s}});
+    completer.start();
+
     std::vector<fault_figures> figures;
     {
         clients load(db, 4);
@@ -218,6 +245,7 @@ TEST_CASE(
             "the primary's host killed (SIGKILL to the node's whole process tree)",
             [&] {
                 cluster.signal_node(killed, SIGKILL);
+                provider_down = false;
                 (void)cluster.wait_primary_other_than(killed);
                 return clock_type::now();
             },
@@ -241,6 +269,29 @@ TEST_CASE(
         CHECK(load.gave_up() == 0);
         CHECK(load.not_executed() == 0);
 
+        // The completer finished every payment on the last primary, each step once.
+        const auto unfinished = [&] {
+            return column(cluster.conninfo(cluster.primary()), "SELECT COUNT(*) FROM idem_operations WHERE state <> 1")
+                .at(0);
+        };
+        const auto completer_deadline = clock_type::now() + 60s;
+        while (unfinished() != "0" && clock_type::now() < completer_deadline) std::this_thread::sleep_for(50ms);
+        completer.stop();
+        CHECK(unfinished() == "0");
+        const std::string last = cluster.conninfo(cluster.primary());
+        for (const char* step : {"hold", "settle"}) {
+            CAPTURE(step);
+            CHECK(column(last, std::string("SELECT COUNT(*) FROM effects WHERE step = '") + step + "'").at(0) ==
+                  std::to_string(payments));
+            CHECK(
+                column(last, std::string("SELECT COUNT(DISTINCT op) FROM effects WHERE step = '") + step + "'").at(0) ==
+                std::to_string(payments));
+        }
+        CHECK(column(last, "SELECT COUNT(*) FROM provider_charges").at(0) == std::to_string(payments));
+        MESSAGE("completer: " << payments << " payments finished across the switches, "
+                              << column(last, "SELECT COUNT(*) FROM provider_requests").at(0)
+                              << " requests to the provider for " << payments << " charges");
+
         for (const auto& f : figures) {
             MESSAGE(f.fault << ": the new primary took writes " << f.to_promotion_ms << " ms after the fault, the "
                             << "next answer came " << f.after_promotion_ms << " ms later; longest time without an "
@@ -257,7 +308,7 @@ TEST_CASE(
         // Nothing ran twice in the history that survived.
         CHECK(rows.size() == present.size());
         CHECK(column(now_primary, "SELECT balance FROM accounts WHERE id = 'bob'").at(0) ==
-              std::to_string(rows.size()));
+              std::to_string(rows.size() + payments));  // a unit per transfer and per payment
         // Every answer a client got is there (synchronous replication).
         std::size_t lost = 0;
         for (const std::string& key : answered) lost += present.count(key) == 0 ? 1 : 0;
