@@ -104,8 +104,9 @@ database database::open(std::string_view url, database_options options) {
     [[maybe_unused]] const void* const* volatile stores = detail::linked_stores;
     database_url parsed = database_url::parse(url);
     if (auto problems = problems_of(options); !problems.empty()) throw options_error(std::move(problems));
-    opened_store store =
-        open_store(parsed, {.sqlite = options.sqlite, .transaction_pooler = options.transaction_pooler});
+    opened_store store = open_store(parsed, {.sqlite = options.sqlite,
+                                             .transaction_pooler = options.transaction_pooler,
+                                             .answer_timeout = options.answer_timeout});
     return database(std::make_unique<impl>(std::move(parsed), std::move(options), std::move(store)));
 }
 

@@ -72,7 +72,8 @@ struct database_options {
     // frozen (SIGSTOP, a paused VM) still acknowledges TCP, so keepalives never
     // end such a connection (docs/ha.md). A statement that runs this long on a
     // healthy server, or a unit of work idle this long between statements, is
-    // ended too. Zero: wait for good.
+    // ended too. The record store opened from the URL bounds its own connections
+    // (a reservation made before the work) the same. Zero: wait for good.
     std::chrono::milliseconds answer_timeout{30'000};
 };
 

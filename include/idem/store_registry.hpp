@@ -52,6 +52,9 @@ struct IDEM_API store_request {
     sqlite_connection_options sqlite = {};
     // PostgreSQL behind a pooler in transaction mode (postgresql_store_options::transaction_pooler).
     bool transaction_pooler = false;
+    // A server's store (PostgreSQL, MariaDB): a transaction of its own connections
+    // whose server has sent nothing this long is ended (database_options::answer_timeout).
+    std::chrono::milliseconds answer_timeout{30'000};
 };
 
 // An opened store: the record store, its operator's face, and how to open a

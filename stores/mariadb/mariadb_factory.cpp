@@ -15,8 +15,10 @@ namespace {
 // The database must exist already: store_access changes nothing but
 // read_only, which the store has no use for (its reads take no write lock).
 opened_store open(const database_url& url, const store_request& request) {
-    const mariadb_store_options options{
-        .connection = url.location, .pool_size = request.pool_size, .migrate_on_open = false};
+    const mariadb_store_options options{.connection = url.location,
+                                        .pool_size = request.pool_size,
+                                        .migrate_on_open = false,
+                                        .answer_timeout = request.answer_timeout};
     auto store = std::make_shared<mariadb_store>(options);
     store_admin* admin = store.get();
     // A business transaction waits for a row lock no longer than the store's own statements do.

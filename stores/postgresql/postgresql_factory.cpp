@@ -60,6 +60,7 @@ opened_store open(const database_url& url, const store_request& request) {
     const postgresql_store_options options{.connection = url.location,
                                            .pool_size = request.pool_size,
                                            .migrate_on_open = false,
+                                           .answer_timeout = request.answer_timeout,
                                            .transaction_pooler = request.transaction_pooler};
     auto store = std::make_shared<postgresql_store>(options);
     store_admin* admin = store.get();

@@ -187,6 +187,18 @@ TEST_CASE("PostgreSQL: a server silent past answer_timeout (stopped by SIGSTOP) 
         CHECK(moves() == 1);
     }
 
+    SUBCASE("the record store's own connection (a reservation outside any unit of work): the same bound") {
+        const auto took = stopped(
+            true, [&] { (void)db.store().try_reserve(idem::record_key("bank.move", "m-2"), "fp", 10s); },
+            [](const std::exception& e) {
+                const auto* lost = dynamic_cast<const idem::error*>(&e);
+                REQUIRE_MESSAGE(lost != nullptr, std::string(e.what()));
+                CHECK(lost->is_connection_lost());
+            });
+        MESSAGE("a reservation on a stopped server ended after " << took.count() << " ms (answer_timeout 2000 ms)");
+        CHECK(took < bound + 3s);
+    }
+
     SUBCASE("a transaction that keeps talking to its server is left alone; one left idle past the bound is ended") {
         db.transact([&](idem::unit_of_work& uow) {
             uow.sql() << "INSERT INTO moves VALUES (2)";
