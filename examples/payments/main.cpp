@@ -4,7 +4,7 @@
 //   idem-payments [--db URL] [--host ADDR] [--port N] [--threads N] [--backlog N]
 //                 [--mode off|observe|enforce | --options FILE] [--lease SECONDS]
 //                 [--webhook-secret SECRET]... [--processing-delay MS] [--transaction-pooler]
-//                 [--provider URL] [--no-completer] [--completer-backoff MS]
+//                 [--provider URL] [--no-completer] [--completer-backoff MS] [--answer-timeout MS]
 //
 // GET /metrics serves the idempotency decisions (and the completer's figures)
 // in the Prometheus text format. The service runs the completer of its
@@ -57,6 +57,10 @@ struct flags {
     bool no_completer = false;
     int completer_backoff_ms = 1000;
     std::string encryption_keys;
+    // Above PostgreSQL's lock_timeout (5 s), so a request waiting for a row gets
+    // its timeout answer first; well below 30 s, so requests on a frozen primary
+    // are freed soon after a failover promotes another (docs/ha.md).
+    int answer_timeout_ms = 6000;
 };
 
 // Reads the options file again on every SIGHUP, on a thread of its own (sigwait:
@@ -137,6 +141,11 @@ int main(int argc, char** argv) {
                    "A keys file (ID:HEX lines, the sealing key first): stored responses are sealed with AES-256-GCM")
         ->check(CLI::ExistingFile)
         ->excludes("--options");
+    app.add_option("--answer-timeout", f.answer_timeout_ms,
+                   "Milliseconds a PostgreSQL or MariaDB server may stay silent in a transaction before its "
+                   "connection is ended and the request runs again or answers 503 (0: wait for good)")
+        ->check(CLI::Range(0, 86'400'000))
+        ->capture_default_str();
     app.add_flag("--transaction-pooler", f.transaction_pooler,
                  "PostgreSQL reached through a pooler in transaction mode (PgBouncer pool_mode=transaction)");
     try {
@@ -172,7 +181,9 @@ int main(int argc, char** argv) {
         idem::database db = idem::database::open(f.db, {.pool_size = static_cast<std::size_t>(f.threads),
                                                         .options = source,
                                                         .telemetry = telemetry,
-                                                        .transaction_pooler = f.transaction_pooler});
+                                                        .transaction_pooler = f.transaction_pooler,
+                                                        .answer_timeout =
+                                                            std::chrono::milliseconds(f.answer_timeout_ms)});
         db.migrate();
         payments::create_schema(db);
         if (f.webhook_secrets.empty()) f.webhook_secrets.emplace_back("whsec-demo");
