@@ -178,12 +178,12 @@ int main(int argc, char** argv) {
         auto logs = std::make_shared<idem::log_sink>(std::clog, idem::log_level::warning);
         auto telemetry =
             std::make_shared<idem::fanout_sink>(std::vector<std::shared_ptr<idem::telemetry_sink>>{metrics, logs});
-        idem::database db = idem::database::open(f.db, {.pool_size = static_cast<std::size_t>(f.threads),
-                                                        .options = source,
-                                                        .telemetry = telemetry,
-                                                        .transaction_pooler = f.transaction_pooler,
-                                                        .answer_timeout =
-                                                            std::chrono::milliseconds(f.answer_timeout_ms)});
+        idem::database db =
+            idem::database::open(f.db, {.pool_size = static_cast<std::size_t>(f.threads),
+                                        .options = source,
+                                        .telemetry = telemetry,
+                                        .transaction_pooler = f.transaction_pooler,
+                                        .answer_timeout = std::chrono::milliseconds(f.answer_timeout_ms)});
         db.migrate();
         payments::create_schema(db);
         if (f.webhook_secrets.empty()) f.webhook_secrets.emplace_back("whsec-demo");
