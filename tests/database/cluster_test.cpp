@@ -17,12 +17,9 @@
 
 #include <soci/soci.h>
 
-#include <signal.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,11 +30,13 @@
 #include <vector>
 
 #include "auto_failover_cluster.hpp"
+#include "cluster_faults.hpp"
 #include "idem/completer.hpp"
 #include "idem/database.hpp"
 #include "idem/outbox_relay.hpp"
 #include "postgres_server.hpp"
 #include "recording_sink.hpp"
+#include "retrying_clients.hpp"
 #include "steps_bank.hpp"
 
 namespace {
@@ -45,8 +44,9 @@ namespace {
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 using idem::execution_status;
+using idem::test::attempt;
 using idem::test::auto_failover_cluster;
-using ms = std::chrono::milliseconds;
+using idem::test::retrying_clients;
 
 idem::record_key key_of(const std::string& k) {
     return {"bank.transfer", idem::scope::tenant("acme"), k};
@@ -65,110 +65,6 @@ std::string transfer(idem::unit_of_work& uow, const std::string& key, int client
                        .ordering_key = "c" + std::to_string(client) + "." + std::to_string(i / 10)});
     return "moved 1";
 }
-
-// What the clients saw around one fault.
-struct fault_figures {
-    std::string fault;
-    long long to_promotion_ms = 0;      // from the fault to the new primary seen taking writes: the cluster's time
-    long long after_promotion_ms = -1;  // from then to the next answer: what idem adds
-    long long longest_silence_ms = 0;   // the longest time without any answer, from a second before the fault
-    int failed_attempts = 0;            // errors that reached a client (a 503 each), retried with the same key
-    int in_doubt = 0;                   // of those, transaction_in_doubt
-    std::size_t answered = 0;
-};
-
-class clients {
-public:
-    clients(idem::database& db, int count) : db_(db) {
-        for (int c = 0; c < count; ++c) threads_.emplace_back([this, c] { run(c); });
-    }
-    ~clients() { stop(); }
-    clients(const clients&) = delete;
-    clients& operator=(const clients&) = delete;
-
-    void stop() {
-        stop_ = true;
-        for (auto& t : threads_)
-            if (t.joinable()) t.join();
-    }
-
-    // Runs `fault`, which returns when it saw the new primary take writes, lets
-    // the load go on for `after`, and reads what the clients saw from a second before it.
-    fault_figures through(const std::string& name, const std::function<clock_type::time_point()>& fault,
-                          clock_type::duration after) {
-        std::this_thread::sleep_for(1s);
-        const auto from = clock_type::now();
-        const int failed_before = failed_, in_doubt_before = in_doubt_;
-        const auto promoted = fault();
-        std::this_thread::sleep_for(after);
-        fault_figures f{.fault = name, .to_promotion_ms = std::chrono::duration_cast<ms>(promoted - from).count()};
-        const std::lock_guard lock(mutex_);
-        f.failed_attempts = failed_ - failed_before;
-        f.in_doubt = in_doubt_ - in_doubt_before;
-        std::vector<clock_type::time_point> answers;
-        for (const auto& [started, answered] : calls_) {
-            if (answered < from - 1s) continue;
-            answers.push_back(answered);
-            if (answered >= promoted) {
-                const long long took = std::chrono::duration_cast<ms>(answered - promoted).count();
-                if (f.after_promotion_ms < 0 || took < f.after_promotion_ms) f.after_promotion_ms = took;
-            }
-        }
-        std::sort(answers.begin(), answers.end());
-        for (std::size_t i = 1; i < answers.size(); ++i)
-            f.longest_silence_ms = std::max<long long>(
-                f.longest_silence_ms, std::chrono::duration_cast<ms>(answers[i] - answers[i - 1]).count());
-        f.answered = answers.size();
-        return f;
-    }
-
-    [[nodiscard]] std::vector<std::string> answered() const {
-        const std::lock_guard lock(mutex_);
-        return answered_;
-    }
-    [[nodiscard]] int gave_up() const { return gave_up_; }
-    [[nodiscard]] int not_executed() const { return not_executed_; }
-
-private:
-    void run(int c) {
-        for (int i = 0; !stop_; ++i) {
-            const std::string key = "c" + std::to_string(c) + "-" + std::to_string(i);
-            const auto started = clock_type::now();
-            bool done = false;
-            // A client gives up on a key after a minute: far past any failover here.
-            while (!done && clock_type::now() - started < 60s) {
-                try {
-                    auto e =
-                        db_.once(key_of(key), "fp", [&](idem::unit_of_work& uow) { return transfer(uow, key, c, i); });
-                    // replayed: an earlier attempt committed, its answer lost.
-                    done = e.status() == execution_status::executed || e.status() == execution_status::replayed;
-                    if (!done) ++not_executed_;
-                } catch (const idem::transaction_in_doubt&) {
-                    ++failed_;
-                    ++in_doubt_;
-                } catch (const idem::error&) {
-                    ++failed_;
-                }
-                if (!done) std::this_thread::sleep_for(50ms);
-            }
-            if (!done) {
-                ++gave_up_;
-                continue;
-            }
-            const std::lock_guard lock(mutex_);
-            answered_.push_back(key);
-            calls_.emplace_back(started, clock_type::now());
-        }
-    }
-
-    idem::database& db_;
-    std::atomic<bool> stop_{false};
-    std::atomic<int> failed_{0}, in_doubt_{0}, gave_up_{0}, not_executed_{0};
-    mutable std::mutex mutex_;
-    std::vector<std::string> answered_;
-    std::vector<std::pair<clock_type::time_point, clock_type::time_point>> calls_;  // (started, answered)
-    std::vector<std::thread> threads_;
-};
 
 // The first value of each row.
 std::vector<std::string> column(const std::string& conninfo, const std::string& sql) {
@@ -228,46 +124,27 @@ TEST_CASE(
                                .execution = {.lease = 2s}});
     completer.start();
 
-    std::vector<fault_figures> figures;
     {
-        clients load(db, 4);
-        figures.push_back(load.through(
-            "planned failover (pgautofailover.perform_failover)",
-            [&] {
-                (void)cluster.perform_failover();
-                return clock_type::now();
-            },
-            2s));
-        cluster.wait_stable();  // the old primary follows the new one
-        const int killed = cluster.primary();
-        REQUIRE(killed >= 0);
-        figures.push_back(load.through(
-            "the primary's host killed (SIGKILL to the node's whole process tree)",
-            [&] {
-                cluster.signal_node(killed, SIGKILL);
-                provider_down = false;
-                (void)cluster.wait_primary_other_than(killed);
-                return clock_type::now();
-            },
-            2s));
-        cluster.rejoin(killed);  // under load: it comes back as the standby, replication synchronous again
-        const int frozen = cluster.primary();
-        REQUIRE(frozen >= 0);
-        figures.push_back(load.through(
-            "the primary frozen (SIGSTOP) past its health check, then resumed",
-            [&] {
-                cluster.signal_node(frozen, SIGSTOP);
-                (void)cluster.wait_primary_other_than(frozen);
-                const auto promoted = clock_type::now();
-                std::this_thread::sleep_for(2s);
-                cluster.signal_node(frozen, SIGCONT);
-                return promoted;
-            },
-            2s));
-        cluster.wait_stable();  // the resumed node learns it was demoted and follows the new primary
+        std::atomic<int> not_executed{0};
+        retrying_clients load(4, [&](int client, int number, const std::string& key) {
+            try {
+                auto e = db.once(key_of(key), "fp",
+                                 [&](idem::unit_of_work& uow) { return transfer(uow, key, client, number); });
+                // replayed: an earlier attempt committed, its answer lost.
+                if (e.status() == execution_status::executed || e.status() == execution_status::replayed)
+                    return attempt::answered;
+                ++not_executed;
+                return attempt::refused;
+            } catch (const idem::transaction_in_doubt&) {
+                return attempt::in_doubt;
+            } catch (const idem::error&) {
+                return attempt::failed;
+            }
+        });
+        const auto figures = idem::test::through_the_faults(cluster, load, [&] { provider_down = false; });
         load.stop();
         CHECK(load.gave_up() == 0);
-        CHECK(load.not_executed() == 0);
+        CHECK(not_executed == 0);
 
         // The completer finished every payment on the last primary, each step once.
         const auto unfinished = [&] {
@@ -293,11 +170,7 @@ TEST_CASE(
                               << " requests to the provider for " << payments << " charges");
 
         for (const auto& f : figures) {
-            MESSAGE(f.fault << ": the new primary took writes " << f.to_promotion_ms << " ms after the fault, the "
-                            << "next answer came " << f.after_promotion_ms << " ms later; longest time without an "
-                            << "answer " << f.longest_silence_ms << " ms; " << f.failed_attempts
-                            << " failed attempts retried (" << f.in_doubt << " in doubt); " << f.answered
-                            << " calls answered from a second before");
+            MESSAGE(idem::test::describe(f));
             CHECK(f.after_promotion_ms >= 0);
         }
 
@@ -342,7 +215,7 @@ TEST_CASE(
                     }
                     keys.insert(m.payload);
                     if (present.count(m.payload) == 0) ++phantoms;
-                    firsts[m.ordering_key.value_or("")].push_back(std::stoi(m.payload.substr(m.payload.find('-') + 1)));
+                    firsts[m.ordering_key.value_or("")].push_back(retrying_clients::call_of(m.payload).second);
                 }
             }
             const bool all =

@@ -1,0 +1,77 @@
+// The faults a service on a pg_auto_failover cluster is put through, in turn,
+// under load: a planned failover, the primary's host killed (then rejoined as
+// the standby), and the primary frozen past its health check (then resumed).
+//
+//   idem::test::retrying_clients load(4, call);
+//   auto figures = idem::test::through_the_faults(cluster, load);
+//   load.stop();
+//   for (const auto& f : figures) MESSAGE(idem::test::describe(f));
+#pragma once
+
+#include <signal.h>
+
+#include <chrono>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "auto_failover_cluster.hpp"
+#include "retrying_clients.hpp"
+
+namespace idem::test {
+
+// `host_killed` runs right after the primary's host is killed (a provider coming back, say).
+inline std::vector<fault_figures> through_the_faults(auto_failover_cluster& cluster, retrying_clients& load,
+                                                     const std::function<void()>& host_killed = {}) {
+    using namespace std::chrono_literals;
+    using clock_type = retrying_clients::clock_type;
+    std::vector<fault_figures> figures;
+    figures.push_back(load.through(
+        "planned failover (pgautofailover.perform_failover)",
+        [&] {
+            (void)cluster.perform_failover();
+            return clock_type::now();
+        },
+        2s));
+    cluster.wait_stable();  // the old primary follows the new one
+    const int killed = cluster.primary();
+    if (killed < 0) throw std::runtime_error("no primary after the planned failover: " + cluster.state());
+    figures.push_back(load.through(
+        "the primary's host killed (SIGKILL to the node's whole process tree)",
+        [&] {
+            cluster.signal_node(killed, SIGKILL);
+            if (host_killed) host_killed();
+            (void)cluster.wait_primary_other_than(killed);
+            return clock_type::now();
+        },
+        2s));
+    cluster.rejoin(killed);  // under load: it comes back as the standby, replication synchronous again
+    const int frozen = cluster.primary();
+    if (frozen < 0) throw std::runtime_error("no primary after the rejoin: " + cluster.state());
+    figures.push_back(load.through(
+        "the primary frozen (SIGSTOP) past its health check, then resumed",
+        [&] {
+            cluster.signal_node(frozen, SIGSTOP);
+            (void)cluster.wait_primary_other_than(frozen);
+            const auto promoted = clock_type::now();
+            std::this_thread::sleep_for(2s);
+            cluster.signal_node(frozen, SIGCONT);
+            return promoted;
+        },
+        2s));
+    cluster.wait_stable();  // the resumed node learns it was demoted and follows the new primary
+    return figures;
+}
+
+inline std::string describe(const fault_figures& f) {
+    std::ostringstream out;
+    out << f.fault << ": the new primary took writes " << f.to_promotion_ms << " ms after the fault, the next answer "
+        << "came " << f.after_promotion_ms << " ms later; longest time without an answer " << f.longest_silence_ms
+        << " ms; " << f.failed_attempts << " failed attempts retried (" << f.in_doubt << " in doubt), " << f.refused
+        << " answered in flight; " << f.answered << " calls answered from a second before";
+    return out.str();
+}
+
+}  // namespace idem::test
