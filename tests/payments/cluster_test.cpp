@@ -63,7 +63,8 @@ TEST_CASE(
 
     std::mutex mutex;
     std::map<std::string, std::string> first_answers;  // key -> the body of its 201
-    std::map<int, int> statuses;                       // answers by status, 0 for no answer
+    std::map<std::string, std::chrono::steady_clock::time_point> answered_at;
+    std::map<int, int> statuses;  // answers by status, 0 for no answer
     std::array<std::atomic<int>, client_count> tries{};
     std::vector<idem::test::fault_figures> figures;
     std::vector<std::string> answered;
@@ -78,6 +79,7 @@ TEST_CASE(
             ++statuses[r ? r->status : 0];
             if (r && r->status == 201) {
                 first_answers.emplace(key, r->body);
+                answered_at.emplace(key, std::chrono::steady_clock::now());
                 return attempt::answered;
             }
             if (r && r->status == 409) return attempt::refused;
@@ -119,7 +121,15 @@ TEST_CASE(
         expected[static_cast<std::size_t>(t.to)] += t.amount;
         const std::string& body = first_answers.at(key);
         const auto at = body.find("\"id\":\"") + 6;
-        missing += ids.count(body.substr(at, body.find('"', at) - at)) == 0 ? 1 : 0;
+        if (ids.count(body.substr(at, body.find('"', at) - at)) != 0) continue;
+        // When it was answered, from each fault's start: which fault lost it.
+        std::string when;
+        for (const auto& f : figures)
+            when +=
+                " " + std::to_string(
+                          std::chrono::duration_cast<std::chrono::milliseconds>(answered_at.at(key) - f.at).count());
+        if (++missing <= 20)
+            MESSAGE("answered and missing: " << key << " " << body << ", answered at (ms from each fault)" << when);
     }
     CHECK(missing == 0);
     for (const auto& row : idem::test::sql_rows(last, "SELECT id, balance FROM accounts")) {
