@@ -26,7 +26,8 @@ namespace {
 constexpr unsigned lock_wait_timeout = 1205, deadlock = 1213, duplicate_key = 1062, read_only = 1290,
                    read_only_transaction = 1792, read_only_mode = 1836, packet_too_large = 1153, server_gone = 2006,
                    server_lost = 2013, connection_error = 2002, host_error = 2003, connection_killed = 1927,
-                   shutdown_in_progress = 1053, server_shutdown = 4031, out_of_sync = 2014, query_interrupted = 1317;
+                   shutdown_in_progress = 1053, server_shutdown = 4031, out_of_sync = 2014, query_interrupted = 1317,
+                   wsrep_not_ready = 1047, error_during_commit = 1180;
 
 // The connection is gone: the server ends its open transaction by itself.
 bool connection_gone(unsigned code) noexcept {
@@ -211,7 +212,12 @@ void mariadb::raise(unsigned code, std::string_view message, std::string_view wh
         // session is dropped and the next attempt finds the writable one.
         case read_only:
         case read_only_transaction:
-        case read_only_mode: throw store_error(store_failure::connection_lost, text, native);
+        case read_only_mode:
+        // A Galera node outside the primary component (it lost quorum, or is
+        // still joining) answers every statement so (1047), or a statement
+        // that was replicating as it lost it (1180): the same.
+        case wsrep_not_ready:
+        case error_during_commit: throw store_error(store_failure::connection_lost, text, native);
         case packet_too_large:
             throw store_error(store_failure::constraint,
                               text + " (larger than the server's max_allowed_packet: raise it, or send less)", native);

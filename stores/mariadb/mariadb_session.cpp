@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "idem/error.hpp"
 #include "idem/mariadb_store.hpp"
 #include "mariadb_native.hpp"
 #include "sql/soci_errors.hpp"
@@ -55,6 +56,25 @@ std::string quoted(const std::string& value) {
         out += c;
     }
     return out + "'";
+}
+
+// On a Galera node (wsrep_on), a session reads causally: each read waits until
+// the node has applied every write the cluster certified before it
+// (wsrep_sync_wait bit 1, added to the server's own bits). Without it, a key's
+// record committed through another node a moment ago could read as absent here:
+// the work would run again and fail certification at COMMIT, a wasted run.
+// Galera replicates rows, so a node set to another binlog format is refused.
+void join_galera(soci::session& session) {
+    std::string name, value, wsrep_on, binlog_format;
+    soci::statement read = (session.prepare << "SHOW VARIABLES WHERE Variable_name IN ('wsrep_on', 'binlog_format')",
+                            soci::into(name), soci::into(value));
+    read.execute();
+    while (read.fetch()) (name == "wsrep_on" ? wsrep_on : binlog_format) = value;
+    if (wsrep_on != "ON") return;
+    if (binlog_format != "ROW")
+        throw store_error(store_failure::unsupported, "idem: this Galera node replicates with binlog_format=" +
+                                                          binlog_format + "; Galera keeps at most once only with ROW");
+    session << "SET SESSION wsrep_sync_wait = @@GLOBAL.wsrep_sync_wait | 1";
 }
 
 }  // namespace
@@ -126,6 +146,7 @@ void open_mariadb_session(soci::session& session, const std::string& connection,
                    "SESSION innodb_lock_wait_timeout = " +
                        std::to_string(lock_wait_timeout.count()) +
                        ", NAMES utf8mb4 COLLATE utf8mb4_nopad_bin, SESSION time_zone = '+00:00'";
+        join_galera(session);
     } catch (const soci::soci_error&) {
         detail::rethrow_soci_as_store_error("connecting to MariaDB", &session);
     }

@@ -67,10 +67,11 @@ inline std::vector<fault_figures> through_the_faults(auto_failover_cluster& clus
 
 inline std::string describe(const fault_figures& f) {
     std::ostringstream out;
-    out << f.fault << ": the new primary took writes " << f.to_promotion_ms << " ms after the fault, the next answer "
-        << "came " << f.after_promotion_ms << " ms later; longest time without an answer " << f.longest_silence_ms
-        << " ms; " << f.failed_attempts << " failed attempts retried (" << f.in_doubt << " in doubt), " << f.refused
-        << " answered in flight; " << f.answered << " calls answered from a second before";
+    out << f.fault << ": writable again (a new primary, a bootstrapped node) " << f.to_promotion_ms
+        << " ms after the fault, the next answer came " << f.after_promotion_ms
+        << " ms later; longest time without an answer " << f.longest_silence_ms << " ms; " << f.failed_attempts
+        << " failed attempts retried (" << f.in_doubt << " in doubt), " << f.refused << " answered in flight; "
+        << f.answered << " calls answered from a second before";
     return out.str();
 }
 

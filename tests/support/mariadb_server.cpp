@@ -132,11 +132,6 @@ connection_ptr connect(const mariadb_address& address) {
     return conn;
 }
 
-bool accepts_connections(const mariadb_address& address) {
-    std::string ignored;
-    return try_connect(address, 1, ignored) != nullptr;
-}
-
 void execute(MYSQL* conn, const std::string& sql) {
     if (mysql_real_query(conn, sql.data(), sql.size()) != 0)
         throw std::runtime_error(sql + ": " + mysql_error(conn) + " [" + std::to_string(mysql_errno(conn)) + "]");
@@ -273,8 +268,7 @@ mariadb_address mariadb_address::with_port(int other) const {
 
 // ---------------------------------------------------------------------------
 
-mariadb_server::mariadb_server(mariadb_settings settings)
-    : settings_(std::move(settings)), port_(free_loopback_port()), server_("mariadb") {
+void install_mariadb(const std::filesystem::path& dir) {
     // root@localhost, root@127.0.0.1 and root@::1 without a password (normal, not
     // the unix-socket authentication Debian defaults to, which would tie root to
     // the system user root). --skip-name-resolve: no DNS lookup of this host's
@@ -282,10 +276,68 @@ mariadb_server::mariadb_server(mariadb_settings settings)
     // (native AIO off) go through to the bootstrap mariadbd it runs.
     // Its own --tmpdir: the bootstrap server's temporary tables have the same names in every
     // instance, so installs running at once (tests in parallel) would delete each other's in /tmp.
-    run_as_server_user({IDEM_MARIADB_INSTALL_DB, "--no-defaults", "--datadir=" + (server_.dir() / "data").string(),
-                        "--tmpdir=" + server_.dir().string(), "--auth-root-authentication-method=normal",
-                        "--skip-test-db", "--skip-name-resolve", "--innodb-use-native-aio=0"},
-                       server_.dir(), "install-db.log");
+    run_as_server_user({IDEM_MARIADB_INSTALL_DB, "--no-defaults", "--datadir=" + (dir / "data").string(),
+                        "--tmpdir=" + dir.string(), "--auth-root-authentication-method=normal", "--skip-test-db",
+                        "--skip-name-resolve", "--innodb-use-native-aio=0"},
+                       dir, "install-db.log");
+}
+
+std::vector<std::string> mariadbd_command(const std::filesystem::path& dir, int port,
+                                          const mariadb_settings& settings) {
+    const std::string folder = dir.string();
+    std::vector<std::string> argv{
+        IDEM_MARIADBD,
+        "--no-defaults",  // first, or mariadbd reads /etc/mysql/my.cnf anyway
+        "--datadir=" + folder + "/data",
+        "--port=" + std::to_string(port),
+        "--bind-address=127.0.0.1",
+        "--socket=" + (dir / "mariadb.sock").string(),
+        "--pid-file=" + folder + "/mariadbd.pid",
+        "--tmpdir=" + folder,
+        // Connections from 127.0.0.1 match root@127.0.0.1 without a reverse lookup.
+        "--skip-name-resolve",
+        // Tests need no durability against a machine crash, only against a killed server.
+        "--skip-log-bin",
+        "--innodb-doublewrite=0",
+        "--innodb-flush-log-at-trx-commit=" + std::to_string(settings.flush_log_at_trx_commit),
+        "--innodb-buffer-pool-size=32M",
+        // InnoDB's own I/O threads rather than io_uring or libaio: io_uring may be
+        // refused (a container's seccomp filter, RLIMIT_MEMLOCK) and libaio's
+        // contexts are counted machine-wide (fs.aio-max-nr) across every server
+        // the parallel tests start, so the server starts alike everywhere.
+        "--innodb-use-native-aio=0",
+        "--max-connections=400",
+        // Tests that cut connections mid-handshake (a paused server, a proxy) must
+        // not get 127.0.0.1 blocked after the default 100 such errors.
+        "--max-connect-errors=1000000",
+    };
+    argv.insert(argv.end(), settings.extra_args.begin(), settings.extra_args.end());
+    return argv;
+}
+
+bool mariadb_answers(const mariadb_address& address) {
+    std::string ignored;
+    return try_connect(address, 1, ignored) != nullptr;
+}
+
+std::vector<std::vector<std::string>> mariadb_rows(const mariadb_address& address, const std::string& sql) {
+    const auto conn = connect(address);
+    execute(conn.get(), sql);
+    std::vector<std::vector<std::string>> rows;
+    const std::unique_ptr<MYSQL_RES, decltype(&mysql_free_result)> result(mysql_store_result(conn.get()),
+                                                                          &mysql_free_result);
+    if (!result) return rows;  // a statement without rows
+    const unsigned columns = mysql_num_fields(result.get());
+    while (MYSQL_ROW row = mysql_fetch_row(result.get())) {
+        std::vector<std::string>& out = rows.emplace_back();
+        for (unsigned i = 0; i < columns; ++i) out.emplace_back(row[i] != nullptr ? row[i] : "");
+    }
+    return rows;
+}
+
+mariadb_server::mariadb_server(mariadb_settings settings)
+    : settings_(std::move(settings)), port_(free_loopback_port()), server_("mariadb") {
+    install_mariadb(server_.dir());
     start();
     execute(connect(address("")).get(), "CREATE DATABASE " + quoted_name(default_database));
 }
@@ -313,36 +365,8 @@ std::string mariadb_server::soci_socket_connection(std::string_view database) co
 }
 
 void mariadb_server::start() {
-    const std::string dir = server_.dir().string();
-    std::vector<std::string> argv{
-        IDEM_MARIADBD,
-        "--no-defaults",  // first, or mariadbd reads /etc/mysql/my.cnf anyway
-        "--datadir=" + dir + "/data",
-        "--port=" + std::to_string(port_),
-        "--bind-address=127.0.0.1",
-        "--socket=" + unix_socket().string(),
-        "--pid-file=" + dir + "/mariadbd.pid",
-        "--tmpdir=" + dir,
-        // Connections from 127.0.0.1 match root@127.0.0.1 without a reverse lookup.
-        "--skip-name-resolve",
-        // Tests need no durability against a machine crash, only against a killed server.
-        "--skip-log-bin",
-        "--innodb-doublewrite=0",
-        "--innodb-flush-log-at-trx-commit=" + std::to_string(settings_.flush_log_at_trx_commit),
-        "--innodb-buffer-pool-size=32M",
-        // InnoDB's own I/O threads rather than io_uring or libaio: io_uring may be
-        // refused (a container's seccomp filter, RLIMIT_MEMLOCK) and libaio's
-        // contexts are counted machine-wide (fs.aio-max-nr) across every server
-        // the parallel tests start, so the server starts alike everywhere.
-        "--innodb-use-native-aio=0",
-        "--max-connections=400",
-        // Tests that cut connections mid-handshake (a paused server, a proxy) must
-        // not get 127.0.0.1 blocked after the default 100 such errors.
-        "--max-connect-errors=1000000",
-    };
-    argv.insert(argv.end(), settings_.extra_args.begin(), settings_.extra_args.end());
     server_.start(
-        std::move(argv), [a = address("")] { return accepts_connections(a); }, 30s);
+        mariadbd_command(server_.dir(), port_, settings_), [a = address("")] { return mariadb_answers(a); }, 30s);
 }
 
 void mariadb_server::stop() {

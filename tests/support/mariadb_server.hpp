@@ -61,6 +61,20 @@ struct mariadb_settings {
     std::vector<std::string> extra_args;
 };
 
+// The data folder of a new server in dir/data (mariadb-install-db: root without
+// a password, no test database), as server_user().
+void install_mariadb(const std::filesystem::path& dir);
+// mariadbd's command line for the server whose folder is `dir`, on `port`: the
+// settings above, its socket and pid file in `dir`, reading no option file.
+[[nodiscard]] std::vector<std::string> mariadbd_command(const std::filesystem::path& dir, int port,
+                                                        const mariadb_settings& settings);
+// Whether a server at `address` accepts a connection within a second.
+[[nodiscard]] bool mariadb_answers(const mariadb_address& address);
+// The rows of one statement (none for a statement that returns none), each value
+// as text (NULL as ""), on a connection of its own; throws std::runtime_error when it fails.
+[[nodiscard]] std::vector<std::vector<std::string>> mariadb_rows(const mariadb_address& address,
+                                                                 const std::string& sql);
+
 class mariadb_server {
 public:
     // An empty database of this name is there from the start, for tests that need one.

@@ -33,6 +33,7 @@ enum class attempt {
 // What the clients saw around one fault.
 struct fault_figures {
     std::string fault;
+    std::chrono::steady_clock::time_point at;  // when the fault began
     long long to_promotion_ms = 0;      // from the fault to the new primary seen taking writes: the cluster's time
     long long after_promotion_ms = -1;  // from then to the next answer: what the service adds
     long long longest_silence_ms = 0;   // the longest time without any answer, from a second before the fault
@@ -72,7 +73,8 @@ public:
         const int failed_before = failed_, in_doubt_before = in_doubt_, refused_before = refused_;
         const auto promoted = fault();
         std::this_thread::sleep_for(after);
-        fault_figures f{.fault = name, .to_promotion_ms = std::chrono::duration_cast<ms>(promoted - from).count()};
+        fault_figures f{
+            .fault = name, .at = from, .to_promotion_ms = std::chrono::duration_cast<ms>(promoted - from).count()};
         const std::lock_guard lock(mutex_);
         f.failed_attempts = failed_ - failed_before;
         f.in_doubt = in_doubt_ - in_doubt_before;

@@ -1,0 +1,204 @@
+// idem::database on a MariaDB Galera cluster of three nodes on loopback, every
+// node taking writes (innodb_flush_log_at_trx_commit=1). Six clients run
+// db.once on the same keys, in the same order, each through one node and
+// every retry through the next: the same key races on several nodes at once,
+// and every transfer moves money between the same four accounts, so commits
+// conflict across nodes and fail certification at COMMIT. Then one node is
+// killed (SIGKILL) and rejoins; then two are killed within a second, the
+// survivor (without quorum: 1047 to every statement) is bootstrapped as the
+// primary component, and the two rejoin. At the end, on every node: each
+// answered key ran once, the balances are exact, and every key replays.
+#include <doctest/doctest.h>
+
+#include <soci/soci.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster_faults.hpp"
+#include "galera_cluster.hpp"
+#include "idem/database.hpp"
+#include "idem/error.hpp"
+#include "retrying_clients.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+using idem::execution_status;
+using idem::test::attempt;
+using idem::test::retrying_clients;
+
+constexpr int accounts = 4, client_count = 6;
+constexpr long long opening = 1'000'000;
+
+idem::record_key key_of(int number) {
+    return {"bank.transfer", idem::scope::tenant("acme"), "k" + std::to_string(number)};
+}
+
+// Transfer number n: the same on every node and every retry.
+int from_of(int n) {
+    return n % accounts;
+}
+int to_of(int n) {
+    return (n + 1 + n / accounts % (accounts - 1)) % accounts;
+}
+long long amount_of(int n) {
+    return 1 + n % 97;
+}
+
+std::string transfer(idem::unit_of_work& uow, int n) {
+    const long long amount = amount_of(n);
+    const std::string from = "a" + std::to_string(from_of(n)), to = "a" + std::to_string(to_of(n));
+    uow.sql() << "UPDATE accounts SET balance = balance - :m WHERE id = :a", soci::use(amount), soci::use(from);
+    uow.sql() << "UPDATE accounts SET balance = balance + :m WHERE id = :a", soci::use(amount), soci::use(to);
+    uow.sql() << "INSERT INTO transfers (n) VALUES (:n)", soci::use(n);  // no key: a transfer run twice shows twice
+    return "moved " + std::to_string(amount);
+}
+
+long long scalar(idem::database& db, const std::string& sql) {
+    return db.read([&](soci::session& s) {
+        long long v = -1;
+        s << sql, soci::into(v);
+        return v;
+    });
+}
+
+long long certification_failures(const idem::test::galera_cluster& cluster) {
+    long long n = 0;
+    for (int i = 0; i < cluster.size(); ++i) n += cluster.status(i, "wsrep_local_cert_failures");
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "galera: three nodes take writes on the same keys and hot accounts, through a killed node and a lost quorum; "
+    "each key runs once, the books exact on every node") {
+    idem::test::galera_cluster cluster(3, {.flush_log_at_trx_commit = 1, .extra_args = {}});
+    std::vector<std::unique_ptr<idem::database>> nodes;
+    for (int i = 0; i < cluster.size(); ++i)
+        nodes.push_back(std::make_unique<idem::database>(idem::database::open(
+            cluster.connection(i), {.pool_size = 4, .attempts = 9, .backoff = 5ms, .answer_timeout = 3s})));
+    nodes[0]->migrate();
+    nodes[0]->transact([](idem::unit_of_work& uow) {
+        uow.sql() << "CREATE TABLE accounts (id VARCHAR(8) PRIMARY KEY, balance BIGINT NOT NULL) ENGINE = InnoDB";
+        for (int a = 0; a < accounts; ++a)
+            uow.sql() << "INSERT INTO accounts VALUES ('a" + std::to_string(a) + "', " + std::to_string(opening) + ")";
+        uow.sql() << "CREATE TABLE transfers (seq BIGINT AUTO_INCREMENT PRIMARY KEY, n INT NOT NULL) ENGINE = InnoDB";
+    });
+
+    std::atomic<int> spread{1};  // how many nodes the clients use: 1, then all
+    std::array<std::atomic<int>, client_count> tries{};
+    std::atomic<int> not_executed{0};
+    retrying_clients load(
+        client_count,
+        [&](int client, int number, const std::string&) {
+            // Each client starts on a node of its own and retries on the next.
+            const int node = (client + tries[static_cast<std::size_t>(client)]++) % spread;
+            try {
+                auto e = nodes[static_cast<std::size_t>(node)]->once(
+                    key_of(number), "fp", [&](idem::unit_of_work& uow) { return transfer(uow, number); });
+                if (e.status() == execution_status::executed || e.status() == execution_status::replayed)
+                    return attempt::answered;
+                ++not_executed;  // in flight on another node: asked again
+                return attempt::refused;
+            } catch (const idem::transaction_in_doubt&) {
+                return attempt::in_doubt;
+            } catch (const idem::error&) {
+                return attempt::failed;
+            }
+        },
+        5ms);
+
+    // Transfers per second (keys answered, whoever answered them first) through
+    // one node, then through all three, and the certification failures those cost.
+    const auto transfers = [&] {
+        std::set<int> numbers;
+        for (const std::string& key : load.answered()) numbers.insert(retrying_clients::call_of(key).second);
+        return numbers.size();
+    };
+    const auto rate = [&](int used) {
+        spread = used;
+        std::this_thread::sleep_for(1s);
+        const long long failures = certification_failures(cluster);
+        const std::size_t before = transfers();
+        std::this_thread::sleep_for(4s);
+        const auto done = static_cast<double>(transfers() - before);
+        const long long failed = certification_failures(cluster) - failures;
+        MESSAGE("through " << used << " node(s): " << done / 4.0 << " transfers/s, " << failed
+                           << " certification failures ("
+                           << (done > 0 ? 1000.0 * static_cast<double>(failed) / done : 0) << " per 1,000 transfers)");
+        return failed;
+    };
+    (void)rate(1);
+    CHECK(rate(3) > 0);  // the clients did race across nodes
+
+    std::vector<idem::test::fault_figures> figures;
+    figures.push_back(load.through(
+        "one node killed (SIGKILL)",
+        [&] {
+            cluster.kill(2);
+            return clock_type::now();  // the others go on: the longest time without an answer is Galera's pause
+        },
+        8s));
+    cluster.restart(2);  // under load: it catches up by IST
+    figures.push_back(load.through(
+        "two nodes killed within a second; the survivor, without quorum, bootstrapped",
+        [&] {
+            cluster.kill(0);
+            std::this_thread::sleep_for(300ms);
+            cluster.kill(1);
+            cluster.bootstrap(2);
+            return clock_type::now();
+        },
+        8s));
+    cluster.restart(0);
+    cluster.restart(1);
+    std::this_thread::sleep_for(2s);
+    load.stop();
+    CHECK(load.gave_up() == 0);
+    for (const auto& f : figures) {
+        MESSAGE(idem::test::describe(f));
+        CHECK(f.after_promotion_ms >= 0);
+    }
+
+    std::set<int> numbers;
+    for (const std::string& key : load.answered()) numbers.insert(retrying_clients::call_of(key).second);
+    std::vector<long long> expected(accounts, opening);
+    for (const int n : numbers) {
+        expected[static_cast<std::size_t>(from_of(n))] -= amount_of(n);
+        expected[static_cast<std::size_t>(to_of(n))] += amount_of(n);
+    }
+    for (int i = 0; i < cluster.size(); ++i) {
+        CAPTURE(i);
+        idem::database& db = *nodes[static_cast<std::size_t>(i)];
+        // Each answered transfer once, and none that was not answered.
+        CHECK(scalar(db, "SELECT COUNT(*) FROM transfers") == static_cast<long long>(numbers.size()));
+        CHECK(scalar(db, "SELECT COUNT(DISTINCT n) FROM transfers") == static_cast<long long>(numbers.size()));
+        for (int a = 0; a < accounts; ++a)
+            CHECK(scalar(db, "SELECT balance FROM accounts WHERE id = 'a" + std::to_string(a) + "'") ==
+                  expected[static_cast<std::size_t>(a)]);
+    }
+    // Every key replays, on every node.
+    std::size_t replayed = 0;
+    for (const int n : numbers) {
+        auto e = nodes[static_cast<std::size_t>(n % cluster.size())]->once(key_of(n), "fp",
+                                                                           [](idem::unit_of_work&) -> std::string {
+                                                                               FAIL("an answered key ran again");
+                                                                               return {};
+                                                                           });
+        replayed += e.status() == execution_status::replayed ? 1 : 0;
+    }
+    CHECK(replayed == numbers.size());
+    MESSAGE(numbers.size() << " transfers answered (" << load.answered().size() << " answers to " << client_count
+                           << " clients racing the same keys), " << not_executed.load()
+                           << " answered in flight and asked again; " << certification_failures(cluster)
+                           << " certification failures on the nodes since their last start");
+}
