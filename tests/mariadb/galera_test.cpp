@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "cluster_faults.hpp"
 #include "galera_cluster.hpp"
+#include "galera_faults.hpp"
 #include "idem/database.hpp"
 #include "idem/error.hpp"
 #include "retrying_clients.hpp"
@@ -30,7 +30,6 @@
 namespace {
 
 using namespace std::chrono_literals;
-using clock_type = std::chrono::steady_clock;
 using idem::execution_status;
 using idem::test::attempt;
 using idem::test::retrying_clients;
@@ -140,27 +139,7 @@ TEST_CASE(
     (void)rate(1);
     CHECK(rate(3) > 0);  // the clients did race across nodes
 
-    std::vector<idem::test::fault_figures> figures;
-    figures.push_back(load.through(
-        "one node killed (SIGKILL)",
-        [&] {
-            cluster.kill(2);
-            return clock_type::now();  // the others go on: the longest time without an answer is Galera's pause
-        },
-        8s));
-    cluster.restart(2);  // under load: it catches up by IST
-    figures.push_back(load.through(
-        "two nodes killed within a second; the survivor, without quorum, bootstrapped",
-        [&] {
-            cluster.kill(0);
-            std::this_thread::sleep_for(300ms);
-            cluster.kill(1);
-            cluster.bootstrap(2);
-            return clock_type::now();
-        },
-        8s));
-    cluster.restart(0);
-    cluster.restart(1);
+    const auto figures = idem::test::through_galera_faults(cluster, load);
     std::this_thread::sleep_for(2s);
     load.stop();
     CHECK(load.gave_up() == 0);

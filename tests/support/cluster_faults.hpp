@@ -5,14 +5,12 @@
 //   idem::test::retrying_clients load(4, call);
 //   auto figures = idem::test::through_the_faults(cluster, load);
 //   load.stop();
-//   for (const auto& f : figures) MESSAGE(idem::test::describe(f));
 #pragma once
 
 #include <signal.h>
 
 #include <chrono>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,16 +61,6 @@ inline std::vector<fault_figures> through_the_faults(auto_failover_cluster& clus
         2s));
     cluster.wait_stable();  // the resumed node learns it was demoted and follows the new primary
     return figures;
-}
-
-inline std::string describe(const fault_figures& f) {
-    std::ostringstream out;
-    out << f.fault << ": writable again (a new primary, a bootstrapped node) " << f.to_promotion_ms
-        << " ms after the fault, the next answer came " << f.after_promotion_ms
-        << " ms later; longest time without an answer " << f.longest_silence_ms << " ms; " << f.failed_attempts
-        << " failed attempts retried (" << f.in_doubt << " in doubt), " << f.refused << " answered in flight; "
-        << f.answered << " calls answered from a second before";
-    return out.str();
 }
 
 }  // namespace idem::test

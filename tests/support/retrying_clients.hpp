@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -148,5 +149,16 @@ private:
     std::vector<clock_type::time_point> answer_times_;
     std::vector<std::thread> threads_;
 };
+
+// One line on what the clients saw around a fault, for a test's messages.
+inline std::string describe(const fault_figures& f) {
+    std::ostringstream out;
+    out << f.fault << ": writable again (a new primary, a bootstrapped node) " << f.to_promotion_ms
+        << " ms after the fault, the next answer came " << f.after_promotion_ms
+        << " ms later; longest time without an answer " << f.longest_silence_ms << " ms; " << f.failed_attempts
+        << " failed attempts retried (" << f.in_doubt << " in doubt), " << f.refused << " answered in flight; "
+        << f.answered << " calls answered from a second before";
+    return out.str();
+}
 
 }  // namespace idem::test
