@@ -12,10 +12,13 @@
 
 #include <soci/soci.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -25,6 +28,7 @@
 #include "galera_faults.hpp"
 #include "idem/database.hpp"
 #include "idem/error.hpp"
+#include "idem/outbox_relay.hpp"
 #include "retrying_clients.hpp"
 
 namespace {
@@ -58,6 +62,8 @@ std::string transfer(idem::unit_of_work& uow, int n) {
     uow.sql() << "UPDATE accounts SET balance = balance - :m WHERE id = :a", soci::use(amount), soci::use(from);
     uow.sql() << "UPDATE accounts SET balance = balance + :m WHERE id = :a", soci::use(amount), soci::use(to);
     uow.sql() << "INSERT INTO transfers (n) VALUES (:n)", soci::use(n);  // no key: a transfer run twice shows twice
+    // In order per block of ten transfers (an account, say).
+    (void)uow.publish({.topic = "moved", .payload = std::to_string(n), .ordering_key = "b" + std::to_string(n / 10)});
     return "moved " + std::to_string(amount);
 }
 
@@ -92,6 +98,22 @@ TEST_CASE(
             uow.sql() << "INSERT INTO accounts VALUES ('a" + std::to_string(a) + "', " + std::to_string(opening) + ")";
         uow.sql() << "CREATE TABLE transfers (seq BIGINT AUTO_INCREMENT PRIMARY KEY, n INT NOT NULL) ENGINE = InnoDB";
     });
+
+    // Relays on two nodes deliver the transfers' events the whole time.
+    std::mutex delivered_mutex;
+    std::vector<idem::outbox_delivery> delivered;
+    auto sink = std::make_shared<idem::callback_sink>([&](const idem::outbox_delivery& m) {
+        const std::lock_guard lock(delivered_mutex);
+        delivered.push_back(m);
+        return idem::delivery_result::delivered();
+    });
+    std::vector<std::unique_ptr<idem::outbox_relay>> relays;
+    for (int i = 1; i <= 2; ++i) {
+        relays.push_back(std::make_unique<idem::outbox_relay>(
+            *nodes[static_cast<std::size_t>(i)], sink,
+            idem::outbox_relay_options{.batch = 20, .lease = 2000ms, .idle_wait = 5ms}));
+        relays.back()->start();
+    }
 
     std::atomic<int> spread{1};  // how many nodes the clients use: 1, then all
     std::array<std::atomic<int>, client_count> tries{};
@@ -176,6 +198,49 @@ TEST_CASE(
         replayed += e.status() == execution_status::replayed ? 1 : 0;
     }
     CHECK(replayed == numbers.size());
+
+    // Every answered transfer's event arrives, in order per block; none for a
+    // transfer that is not there; the two relays shared the work.
+    std::set<std::string> ids;
+    std::map<std::string, std::vector<int>> firsts;  // per ordering key, transfer numbers in first-delivery order
+    std::size_t phantoms = 0, redelivered = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    for (;;) {
+        ids.clear();
+        firsts.clear();
+        phantoms = redelivered = 0;
+        std::set<int> arrived;
+        {
+            const std::lock_guard lock(delivered_mutex);
+            for (const auto& m : delivered) {
+                if (!ids.insert(m.id).second) {
+                    ++redelivered;
+                    continue;
+                }
+                const int n = std::stoi(m.payload);
+                arrived.insert(n);
+                if (numbers.count(n) == 0) ++phantoms;
+                firsts[m.ordering_key.value_or("")].push_back(n);
+            }
+        }
+        const bool all = std::includes(arrived.begin(), arrived.end(), numbers.begin(), numbers.end());
+        if (all || std::chrono::steady_clock::now() > deadline) {
+            CHECK(all);
+            break;
+        }
+        std::this_thread::sleep_for(20ms);
+    }
+    for (auto& relay : relays) relay->stop();
+    for (const auto& [block, order] : firsts) {
+        CAPTURE(block);
+        CHECK(std::is_sorted(order.begin(), order.end()));
+    }
+    CHECK(phantoms == 0);
+    CHECK(relays[0]->metrics().delivered > 0);
+    CHECK(relays[1]->metrics().delivered > 0);
+    MESSAGE(ids.size() << " events delivered by two relays on two nodes (" << relays[0]->metrics().delivered << " and "
+                       << relays[1]->metrics().delivered << "; " << redelivered << " delivered again), " << phantoms
+                       << " phantoms");
     MESSAGE(numbers.size() << " transfers answered (" << load.answered().size() << " answers to " << client_count
                            << " clients racing the same keys), " << not_executed.load()
                            << " answered in flight and asked again; " << certification_failures(cluster)
