@@ -76,7 +76,16 @@ public:
         execute(begin_, "START TRANSACTION");
     }
     void commit() override { execute("COMMIT", "COMMIT"); }
-    void rollback() override { execute("ROLLBACK", "ROLLBACK"); }
+    void rollback() override {
+        try {
+            execute("ROLLBACK", "ROLLBACK");
+        } catch (const store_error& e) {
+            // The server rolled the transaction back itself (a deadlock's victim; on
+            // Galera, a COMMIT that failed certification or a transaction a replicated
+            // one aborted), and the ROLLBACK reports that once more: it is rolled back.
+            if (e.native_code() != std::to_string(deadlock)) throw;
+        }
+    }
     void execute(const std::string& sql, std::string_view what) override {
         try {
             session_ << sql;

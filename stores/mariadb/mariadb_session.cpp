@@ -63,17 +63,25 @@ std::string quoted(const std::string& value) {
 // (wsrep_sync_wait bit 1, added to the server's own bits). Without it, a key's
 // record committed through another node a moment ago could read as absent here:
 // the work would run again and fail certification at COMMIT, a wasted run.
-// Galera replicates rows, so a node set to another binlog format is refused.
+// A node set otherwise than Galera requires (row-based replication, interleaved
+// auto-increment locks) is refused: its replicas could diverge.
 void join_galera(soci::session& session) {
-    std::string name, value, wsrep_on, binlog_format;
-    soci::statement read = (session.prepare << "SHOW VARIABLES WHERE Variable_name IN ('wsrep_on', 'binlog_format')",
+    std::string name, value, wsrep_on, binlog_format, autoinc_lock_mode;
+    soci::statement read = (session.prepare << "SHOW VARIABLES WHERE Variable_name IN ('wsrep_on', 'binlog_format', "
+                                               "'innodb_autoinc_lock_mode')",
                             soci::into(name), soci::into(value));
     read.execute();
-    while (read.fetch()) (name == "wsrep_on" ? wsrep_on : binlog_format) = value;
+    while (read.fetch()) {
+        if (name == "wsrep_on") wsrep_on = value;
+        if (name == "binlog_format") binlog_format = value;
+        if (name == "innodb_autoinc_lock_mode") autoinc_lock_mode = value;
+    }
     if (wsrep_on != "ON") return;
-    if (binlog_format != "ROW")
-        throw store_error(store_failure::unsupported, "idem: this Galera node replicates with binlog_format=" +
-                                                          binlog_format + "; Galera keeps at most once only with ROW");
+    if (binlog_format != "ROW" || autoinc_lock_mode != "2")
+        throw store_error(store_failure::unsupported,
+                          "idem: this Galera node runs with binlog_format=" + binlog_format +
+                              " and innodb_autoinc_lock_mode=" + autoinc_lock_mode +
+                              "; Galera keeps its nodes alike only with ROW and 2");
     session << "SET SESSION wsrep_sync_wait = @@GLOBAL.wsrep_sync_wait | 1";
 }
 

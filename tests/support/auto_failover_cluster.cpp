@@ -231,6 +231,20 @@ std::string auto_failover_cluster::state() const {
     }
 }
 
+std::string auto_failover_cluster::events() const {
+    try {
+        std::string out;
+        for (const auto& row : sql_rows(monitor_conninfo(),
+                                        "SELECT to_char(eventtime AT TIME ZONE 'UTC', 'HH24:MI:SS.MS'), nodename, "
+                                        "reportedstate, goalstate, description FROM pgautofailover.event "
+                                        "ORDER BY eventid"))
+            out += row[0] + " " + row[1] + " reported " + row[2] + ", assigned " + row[3] + ": " + row[4] + "\n";
+        return out;
+    } catch (const std::exception& e) {
+        return std::string("(the monitor did not answer: ") + e.what() + ")";
+    }
+}
+
 int auto_failover_cluster::perform_failover() {
     const int from = primary();
     if (from < 0) throw std::logic_error("perform_failover: no primary now:\n" + state());

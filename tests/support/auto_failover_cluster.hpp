@@ -49,6 +49,8 @@ public:
     void wait_stable(std::chrono::seconds timeout = std::chrono::seconds(90));
     // The monitor's view, one line per node, for messages.
     [[nodiscard]] std::string state() const;
+    // The monitor's event log, one line per event (UTC time, node, states, what happened), for messages.
+    [[nodiscard]] std::string events() const;
 
     // A planned switch (pgautofailover.perform_failover()): returns once the other
     // node takes writes (wait_stable() for the old one to follow it).

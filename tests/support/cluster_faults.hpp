@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,32 @@ inline std::vector<fault_figures> through_the_faults(auto_failover_cluster& clus
         2s));
     cluster.wait_stable();  // the resumed node learns it was demoted and follows the new primary
     return figures;
+}
+
+// Answered keys that the last primary lacks: acknowledged commits the cluster
+// lost. pg_auto_failover (2.0, one standby) loses some in a planned failover
+// under load: the standby, told to prepare its promotion, no longer counts as
+// healthy, so the monitor moves the old primary from draining to wait_primary,
+// which turns synchronous replication off while it still takes writes; the
+// standby stops replicating and is promoted, and the old primary goes on
+// acknowledging writes (asynchronously, to no one) until it is demoted, when
+// they are gone. Those are told apart (answered from the planned failover until
+// the next fault began, after the cluster settled) from losses anywhere else,
+// which no fault here may cause.
+struct lost_answers {
+    std::set<std::string> in_planned_failover;
+    std::set<std::string> elsewhere;
+};
+
+inline lost_answers lost_answers_of(const retrying_clients& load, const std::vector<fault_figures>& figures,
+                                    const std::function<bool(const std::string&)>& present) {
+    lost_answers lost;
+    const auto from = figures.at(0).at, to = figures.at(1).at;
+    for (const auto& [key, answered] : load.answers()) {
+        if (present(key)) continue;
+        (answered >= from && answered < to ? lost.in_planned_failover : lost.elsewhere).insert(key);
+    }
+    return lost;
 }
 
 }  // namespace idem::test

@@ -102,6 +102,13 @@ public:
         const std::lock_guard lock(mutex_);
         return answered_;
     }
+    // When each key was answered.
+    [[nodiscard]] std::vector<std::pair<std::string, clock_type::time_point>> answers() const {
+        const std::lock_guard lock(mutex_);
+        std::vector<std::pair<std::string, clock_type::time_point>> out;
+        for (std::size_t i = 0; i < answered_.size(); ++i) out.emplace_back(answered_[i], answer_times_[i]);
+        return out;
+    }
     [[nodiscard]] int gave_up() const { return gave_up_; }
     [[nodiscard]] int refused() const { return refused_; }
 
