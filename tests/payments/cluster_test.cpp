@@ -5,8 +5,10 @@
 // answered 201. Through a planned failover, the primary's host killed, and the
 // primary frozen past its health check: what the clients saw after each fault
 // (answers other than 201, in doubt among them, time to the next 201). At the
-// end, on the last primary: every answered transfer is there once and no other,
-// the balances are exact, and every key replays its first answer byte for byte.
+// end, on the last primary: every answered transfer is there once and no other
+// (but those pg_auto_failover's planned failover loses, counted apart:
+// cluster_faults.hpp), the balances are exact, and every key replays its first
+// answer byte for byte.
 #include <doctest/doctest.h>
 
 #include <array>
