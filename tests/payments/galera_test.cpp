@@ -5,14 +5,21 @@
 // same four accounts, each retry to the next process: a key races on several
 // nodes at once, and commits conflict across nodes at COMMIT (certification).
 // Then one node is killed and rejoins; then two are killed within a second,
-// the survivor is bootstrapped, and the two rejoin. At the end, on every node:
-// each answered transfer there once and no other, the balances exact, and
-// every key answers its first body from any process.
+// the survivor is bootstrapped, and the two rejoin. Meanwhile `idem relay` on
+// two nodes delivers the events the transfers publish to the ledger mirror
+// (examples/ledger_mirror, on a SQLite file of its own). At the end, on every
+// node: each answered transfer there once and no other, the balances exact,
+// every key answers its first body from any process; and downstream, every
+// published event applied once, in the order published per account.
 #include <doctest/doctest.h>
+
+#include <soci/soci.h>
+#include <sys/wait.h>
 
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,8 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "free_port.hpp"
 #include "galera_cluster.hpp"
 #include "galera_faults.hpp"
+#include "idem/database.hpp"
 #include "payments_service.hpp"
 #include "retrying_clients.hpp"
 
@@ -47,6 +56,30 @@ long long amount_of(int n) {
     return 1 + n % 97;
 }
 
+// (ordering key, event id) of each row `sql` returns, in its order.
+std::vector<std::pair<std::string, std::string>> keyed_ids(idem::database& db, const std::string& sql) {
+    return db.read([&](soci::session& session) {
+        std::vector<std::pair<std::string, std::string>> out;
+        soci::rowset<soci::row> rows = (session.prepare << sql);
+        for (const soci::row& row : rows) out.emplace_back(row.get<std::string>(0), row.get<std::string>(1));
+        return out;
+    });
+}
+
+// A process the test starts, its output in a file; SIGTERM stops it cleanly.
+std::unique_ptr<idem::test::child_process> start(std::vector<std::string> argv, const std::filesystem::path& log) {
+    idem::test::spawn_options o;
+    o.argv = std::move(argv);
+    o.output_file = log;
+    return std::make_unique<idem::test::child_process>(std::move(o));
+}
+void stop(idem::test::child_process& process, const std::string& name) {
+    process.signal(SIGTERM);
+    REQUIRE(process.wait_for_exit(30s));
+    const int status = process.reap();
+    CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), name << " did not stop cleanly: " << status);
+}
+
 long long certification_failures(const idem::test::galera_cluster& cluster) {
     long long n = 0;
     for (int i = 0; i < cluster.size(); ++i) n += cluster.status(i, "wsrep_local_cert_failures");
@@ -65,6 +98,21 @@ TEST_CASE(
             std::make_unique<idem::test::payments_service>(idem::test::service_config{
                 .db = cluster.connection(i), .extra = {"--answer-timeout", "3000", "--lease", "2"}});
     for (int a = 0; a < accounts; ++a) services[0]->open(account(a), opening);
+
+    // The ledger mirror, fed by a relay on node 1 and one on node 2.
+    idem::test::temp_dir mirror_dir{"galera-mirror"};
+    const std::string mirror_db = "sqlite:" + (mirror_dir.path() / "mirror.db").string(), secret = "whsec-relay";
+    const int mirror_port = idem::test::free_loopback_port();
+    const auto mirror =
+        start({IDEM_LEDGER_MIRROR_BINARY, "--db", mirror_db, "--port", std::to_string(mirror_port), "--secret", secret},
+              mirror_dir.path() / "mirror.log");
+    std::vector<std::unique_ptr<idem::test::child_process>> relays;
+    for (int node = 1; node < nodes; ++node)
+        relays.push_back(
+            start({IDEM_BINARY, "relay", "--db", cluster.connection(node), "--to",
+                   "http://127.0.0.1:" + std::to_string(mirror_port) + "/events", "--secret", secret, "--batch", "8",
+                   "--lease", "2s", "--first-backoff", "200ms", "--max-backoff", "1s", "--max-attempts", "1000"},
+                  mirror_dir.path() / ("relay" + std::to_string(node) + ".log")));
 
     std::mutex mutex;
     std::map<int, std::string> first_answers;  // transfer number -> the body of its first 201
@@ -137,7 +185,42 @@ TEST_CASE(
         CHECK(same);
         replayed += same ? 1 : 0;
     }
+    // Downstream: every published event applied once by the mirror, none lost,
+    // none other, in the order published per account.
+    const std::string undelivered =
+        "SELECT (SELECT COUNT(*) FROM idem_outbox WHERE state <> 1) + (SELECT COUNT(*) FROM idem_outbox_intake)";
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (services[2]->count(undelivered) > 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(50ms);
+    CHECK(services[2]->count(undelivered) == 0);
+    std::this_thread::sleep_for(1500ms);  // a claim still held would be delivered again meanwhile
+    for (std::size_t i = 0; i < relays.size(); ++i) stop(*relays[i], "relay " + std::to_string(i + 1));
+    stop(*mirror, "the ledger mirror");
+    idem::database payments_view = idem::database::open(cluster.connection(2));
+    idem::database mirror_view = idem::database::open(mirror_db);
+    const auto published = keyed_ids(payments_view, "SELECT ordering_key, id FROM idem_outbox ORDER BY seq");
+    const auto applied = keyed_ids(mirror_view, "SELECT ordering_key, event_id FROM mirror_events ORDER BY position");
+    CHECK(published.size() >= numbers.size());  // a transfer's event, and the accounts' openings'
+    CHECK(applied.size() == published.size());
+    std::set<std::string> published_ids, applied_ids;
+    std::map<std::string, std::vector<std::string>> published_order, applied_order;
+    for (const auto& [key, id] : published) {
+        published_ids.insert(id);
+        published_order[key].push_back(id);
+    }
+    for (const auto& [key, id] : applied) {
+        applied_ids.insert(id);
+        applied_order[key].push_back(id);
+    }
+    CHECK(applied_ids.size() == applied.size());  // none twice
+    CHECK(applied_ids == published_ids);          // none lost, none other
+    for (const auto& [key, ids] : published_order) {
+        CAPTURE(key);
+        CHECK(applied_order[key] == ids);
+    }
+
     MESSAGE(numbers.size() << " transfers answered, each once on every node, " << replayed
                            << " replayed byte for byte; " << certification_failures(cluster)
-                           << " certification failures on the nodes since their last start");
+                           << " certification failures on the nodes since their last start; " << applied.size()
+                           << " events applied once by the ledger mirror through relays on two nodes");
 }
