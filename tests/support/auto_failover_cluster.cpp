@@ -260,6 +260,34 @@ int auto_failover_cluster::perform_failover() {
     return wait_primary_other_than(from);
 }
 
+int auto_failover_cluster::perform_drained_failover() {
+    const int from = primary();
+    if (from < 0) throw std::logic_error("perform_drained_failover: no primary now:\n" + state());
+    const std::string old_primary = conninfo(from);
+    // Every transaction that begins from now on is read-only: a write is refused
+    // (25006), and clients go on to the new primary once it takes writes.
+    (void)sql_rows(old_primary, "ALTER SYSTEM SET default_transaction_read_only = on");
+    (void)sql_rows(old_primary, "SELECT pg_reload_conf()");
+    // Those that began read-write before the reload end (commit, synchronously).
+    const bool drained = poll_until(
+        [&] {
+            return sql_rows(old_primary,
+                            "SELECT COUNT(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND "
+                            "backend_xid IS NOT NULL AND pid <> pg_backend_pid()")
+                       .at(0)
+                       .at(0) == "0";
+        },
+        std::chrono::seconds(10));
+    if (!drained) throw std::runtime_error("perform_drained_failover: writes still running on the old primary");
+    return perform_failover();
+}
+
+void auto_failover_cluster::end_drain(int node) {
+    const std::string old_primary = conninfo(node);
+    (void)sql_rows(old_primary, "ALTER SYSTEM RESET default_transaction_read_only");
+    (void)sql_rows(old_primary, "SELECT pg_reload_conf()");
+}
+
 void auto_failover_cluster::signal_node(int index, int sig) {
     data_node& n = nodes_.at(static_cast<std::size_t>(index));
     signal_tree(n.server->pid(), sig);

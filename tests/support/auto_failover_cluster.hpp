@@ -55,6 +55,14 @@ public:
     // A planned switch (pgautofailover.perform_failover()): returns once the other
     // node takes writes (wait_stable() for the old one to follow it).
     int perform_failover();
+    // The same after draining the primary of writes: it is made read-only
+    // (default_transaction_read_only) and its write transactions end first, so
+    // it acknowledges none pg_auto_failover could lose on the way (docs/ha.md).
+    // Returns once the other node takes writes.
+    int perform_drained_failover();
+    // Undoes the drain on the old primary (a standby now, once wait_stable()
+    // returns), so that it takes writes when it is promoted again.
+    void end_drain(int node);
     // `sig` to the node's pg_autoctl and everything under it (its postgres and
     // backends), frozen first: SIGKILL is the host dying, SIGSTOP it freezing.
     // After SIGKILL the node is down until rejoin().

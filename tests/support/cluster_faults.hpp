@@ -21,20 +21,25 @@
 
 namespace idem::test {
 
-// `host_killed` runs right after the primary's host is killed (a provider coming back, say).
+// `host_killed` runs right after the primary's host is killed (a provider coming
+// back, say). `drained`: the planned failover drains the primary of writes first.
 inline std::vector<fault_figures> through_the_faults(auto_failover_cluster& cluster, retrying_clients& load,
-                                                     const std::function<void()>& host_killed = {}) {
+                                                     const std::function<void()>& host_killed = {},
+                                                     bool drained = false) {
     using namespace std::chrono_literals;
     using clock_type = retrying_clients::clock_type;
     std::vector<fault_figures> figures;
+    const int planned = cluster.primary();
     figures.push_back(load.through(
-        "planned failover (pgautofailover.perform_failover)",
+        drained ? "planned failover, the primary drained first (read-only, then pgautofailover.perform_failover)"
+                : "planned failover (pgautofailover.perform_failover)",
         [&] {
-            (void)cluster.perform_failover();
+            (void)(drained ? cluster.perform_drained_failover() : cluster.perform_failover());
             return clock_type::now();
         },
         2s));
     cluster.wait_stable();  // the old primary follows the new one
+    if (drained) cluster.end_drain(planned);
     const int killed = cluster.primary();
     if (killed < 0) throw std::runtime_error("no primary after the planned failover: " + cluster.state());
     figures.push_back(load.through(
