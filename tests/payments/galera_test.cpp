@@ -80,12 +80,6 @@ void stop(idem::test::child_process& process, const std::string& name) {
     CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), name << " did not stop cleanly: " << status);
 }
 
-long long certification_failures(const idem::test::galera_cluster& cluster) {
-    long long n = 0;
-    for (int i = 0; i < cluster.size(); ++i) n += cluster.status(i, "wsrep_local_cert_failures");
-    return n;
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -119,6 +113,7 @@ TEST_CASE(
     std::map<int, int> statuses;               // answers by status, 0 for no answer
     int mismatched = 0;                        // a 201 whose body differs from the first
     std::array<std::atomic<int>, nodes> tries{};
+    std::atomic<int> spread{1};  // how many processes (and nodes) the clients use: 1, then all
     std::vector<idem::test::fault_figures> figures;
     std::set<int> numbers;
     {
@@ -126,7 +121,7 @@ TEST_CASE(
             nodes,
             [&](int client, int number, const std::string&) {
                 const auto& svc =
-                    *services[static_cast<std::size_t>((client + tries[static_cast<std::size_t>(client)]++) % nodes)];
+                    *services[static_cast<std::size_t>((client + tries[static_cast<std::size_t>(client)]++) % spread)];
                 const auto r =
                     svc.post("/transfers",
                              svc.transfer_body(account(from_of(number)), account(to_of(number)), amount_of(number)),
@@ -143,7 +138,10 @@ TEST_CASE(
                 return attempt::failed;
             },
             5ms);
-        std::this_thread::sleep_for(4s);
+        // Transfers per second through one process (and node), then through all
+        // three, and the certification failures those cost.
+        for (const int used : {1, nodes})
+            MESSAGE(idem::test::describe(idem::test::through_nodes(cluster, load, spread, used)));
         figures = idem::test::through_galera_faults(cluster, load);
         std::this_thread::sleep_for(2s);
         load.stop();
@@ -220,7 +218,7 @@ TEST_CASE(
     }
 
     MESSAGE(numbers.size() << " transfers answered, each once on every node, " << replayed
-                           << " replayed byte for byte; " << certification_failures(cluster)
+                           << " replayed byte for byte; " << cluster.certification_failures()
                            << " certification failures on the nodes since their last start; " << applied.size()
                            << " events applied once by the ledger mirror through relays on two nodes");
 }

@@ -215,4 +215,10 @@ long long galera_cluster::status(int node, const std::string& name) const {
     }
 }
 
+long long galera_cluster::certification_failures() const {
+    long long n = 0;
+    for (int i = 0; i < size(); ++i) n += status(i, "wsrep_local_cert_failures");
+    return n;
+}
+
 }  // namespace idem::test

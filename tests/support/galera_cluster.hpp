@@ -50,6 +50,8 @@ public:
     [[nodiscard]] std::string state(int node) const;
     // A status counter (SHOW GLOBAL STATUS), e.g. wsrep_local_cert_failures; 0 for a node that is down.
     [[nodiscard]] long long status(int node, const std::string& name) const;
+    // wsrep_local_cert_failures summed over the nodes (each counts from its last start).
+    [[nodiscard]] long long certification_failures() const;
 
 private:
     struct node_process {
